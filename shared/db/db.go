@@ -1,0 +1,113 @@
+// Package db opens the relational database of a service: PostgreSQL in production, or the
+// embedded SQLite for a newcomer's machine. Both go through the same GORM code; only the
+// dialect-specific migrations differ.
+package db
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// Open connects to url: postgres://... or postgresql://... for PostgreSQL, sqlite:PATH for the
+// embedded database (the directory of PATH is created). It pings before returning.
+func Open(ctx context.Context, url string, log *slog.Logger) (*gorm.DB, error) {
+	cfg := &gorm.Config{
+		Logger:         logger.Discard,
+		TranslateError: true,
+		NowFunc:        func() time.Time { return time.Now().UTC() },
+	}
+	var (
+		gdb *gorm.DB
+		err error
+	)
+	switch {
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		gdb, err = gorm.Open(postgres.Open(url), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+		sqlDB, err := gdb.DB()
+		if err != nil {
+			return nil, err
+		}
+		sqlDB.SetMaxOpenConns(25)
+		sqlDB.SetMaxIdleConns(25)
+		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	case strings.HasPrefix(url, "sqlite:"):
+		path := strings.TrimPrefix(url, "sqlite:")
+		path = strings.TrimPrefix(path, "//")
+		if path == "" {
+			return nil, fmt.Errorf("DATABASE_URL %q: sqlite needs a file path", url)
+		}
+		if dir := filepath.Dir(path); dir != "." {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("create database directory: %w", err)
+			}
+		}
+		dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		gdb, err = gorm.Open(sqlite.Open(dsn), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open sqlite: %w", err)
+		}
+		sqlDB, err := gdb.DB()
+		if err != nil {
+			return nil, err
+		}
+		// One connection serialises writers inside the process; busy_timeout covers the other
+		// process (stats-svc and collector-svc share the file).
+		sqlDB.SetMaxOpenConns(1)
+	default:
+		return nil, fmt.Errorf("DATABASE_URL %q: want postgres://, postgresql:// or sqlite:PATH", redact(url))
+	}
+	sqlDB, err := gdb.DB()
+	if err != nil {
+		return nil, err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := sqlDB.PingContext(pingCtx); err != nil {
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	if log != nil {
+		log.Debug("database opened", "dialect", gdb.Dialector.Name())
+	}
+	return gdb, nil
+}
+
+// IsPostgres tells whether db talks to PostgreSQL (as opposed to SQLite).
+func IsPostgres(db *gorm.DB) bool { return db.Dialector.Name() == "postgres" }
+
+// Ping checks that the database answers; it is the readiness check of every service.
+func Ping(db *gorm.DB) func(context.Context) error {
+	return func(ctx context.Context) error {
+		sqlDB, err := db.DB()
+		if err != nil {
+			return err
+		}
+		return sqlDB.PingContext(ctx)
+	}
+}
+
+// redact hides a password in a URL so that it never reaches an error message or a log.
+func redact(url string) string {
+	at := strings.LastIndex(url, "@")
+	scheme := strings.Index(url, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return url
+	}
+	userinfo := url[scheme+3 : at]
+	if i := strings.Index(userinfo, ":"); i >= 0 {
+		return url[:scheme+3] + userinfo[:i] + ":xxxxx" + url[at:]
+	}
+	return url
+}

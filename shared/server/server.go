@@ -1,0 +1,257 @@
+// Package server is the HTTP bootstrap every service shares: an Echo instance with request IDs,
+// structured request logs, panic recovery, body limits, Prometheus metrics, health and readiness
+// endpoints, and a graceful shutdown.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Check is one dependency probed by /readyz.
+type Check struct {
+	Name string
+	Fn   func(context.Context) error
+}
+
+// Options configures New.
+type Options struct {
+	Name         string
+	Logger       *slog.Logger
+	ErrorHandler echo.HTTPErrorHandler
+	Ready        []Check
+	// BodyLimit caps request bodies ("64K", "1M"); empty means 1M.
+	BodyLimit string
+}
+
+var (
+	metricsOnce     sync.Once
+	requestsTotal   *prometheus.CounterVec
+	requestDuration *prometheus.HistogramVec
+	inFlight        prometheus.Gauge
+)
+
+func registerMetrics() {
+	requestsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "http_requests_total",
+		Help: "HTTP requests by route template, method and status.",
+	}, []string{"route", "method", "status"})
+	requestDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "http_request_duration_seconds",
+		Help:    "HTTP request latency by route template.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+	}, []string{"route", "method"})
+	inFlight = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "http_requests_in_flight",
+		Help: "HTTP requests being served.",
+	})
+}
+
+type ctxKey struct{}
+
+// New returns an Echo instance with the common middleware and the /healthz, /readyz and
+// /metrics endpoints.
+func New(opts Options) *echo.Echo {
+	metricsOnce.Do(registerMetrics)
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	if opts.ErrorHandler != nil {
+		e.HTTPErrorHandler = opts.ErrorHandler
+	}
+	limit := opts.BodyLimit
+	if limit == "" {
+		limit = "1M"
+	}
+
+	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{
+		// Accept a caller's ID only when it is short and printable, so logs cannot be flooded.
+		Generator: newRequestID,
+		RequestIDHandler: func(c echo.Context, id string) {
+			if len(id) > 64 || !printable(id) {
+				id = newRequestID()
+				c.Response().Header().Set(echo.HeaderXRequestID, id)
+			}
+			c.Set("request_id", id)
+		},
+	}))
+	e.Use(observe(log))
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		DisablePrintStack: true,
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			log.Error("panic", "request_id", RequestID(c), "err", err, "stack", string(stack))
+			return err
+		},
+	}))
+	e.Use(middleware.BodyLimit(limit))
+
+	e.GET("/healthz", health)
+	e.HEAD("/healthz", health)
+	ready := readiness(opts.Ready)
+	e.GET("/readyz", ready)
+	e.HEAD("/readyz", ready)
+	metrics := echo.WrapHandler(promhttp.Handler())
+	e.GET("/metrics", metrics)
+	e.HEAD("/metrics", metrics)
+	return e
+}
+
+// RequestID returns the ID of the request being served.
+func RequestID(c echo.Context) string {
+	if id, ok := c.Get("request_id").(string); ok {
+		return id
+	}
+	return ""
+}
+
+// Logger returns the request-scoped logger (it carries the request ID).
+func Logger(c echo.Context) *slog.Logger {
+	if l, ok := c.Get("logger").(*slog.Logger); ok {
+		return l
+	}
+	return slog.Default()
+}
+
+func observe(log *slog.Logger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			inFlight.Inc()
+			defer inFlight.Dec()
+			reqLog := log.With("request_id", RequestID(c))
+			c.Set("logger", reqLog)
+			err := next(c)
+			if err != nil {
+				// Let the error handler write the body now so that the status is known below.
+				c.Error(err)
+			}
+			route := c.Path()
+			if route == "" {
+				route = "unmatched"
+			}
+			status := c.Response().Status
+			elapsed := time.Since(start)
+			requestsTotal.WithLabelValues(route, c.Request().Method, strconv.Itoa(status)).Inc()
+			requestDuration.WithLabelValues(route, c.Request().Method).Observe(elapsed.Seconds())
+			level := slog.LevelInfo
+			if status >= 500 {
+				level = slog.LevelError
+			}
+			// The path only: query strings and headers may carry secrets and are never logged.
+			reqLog.Log(c.Request().Context(), level, "request",
+				"method", c.Request().Method,
+				"path", c.Request().URL.Path,
+				"route", route,
+				"status", status,
+				"duration_ms", float64(elapsed.Microseconds())/1000,
+				"bytes", c.Response().Size,
+			)
+			return nil
+		}
+	}
+}
+
+func health(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func readiness(checks []Check) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+		defer cancel()
+		result := map[string]string{}
+		status := http.StatusOK
+		for _, ch := range checks {
+			if err := ch.Fn(ctx); err != nil {
+				result[ch.Name] = "unavailable"
+				status = http.StatusServiceUnavailable
+				Logger(c).Warn("readiness check failed", "check", ch.Name, "err", err)
+				continue
+			}
+			result[ch.Name] = "ok"
+		}
+		state := "ok"
+		if status != http.StatusOK {
+			state = "unavailable"
+		}
+		return c.JSON(status, map[string]any{"status": state, "checks": result})
+	}
+}
+
+// Run serves e on addr until ctx is done, then stops accepting connections and waits up to 25 s
+// for in-flight requests to finish.
+func Run(ctx context.Context, e *echo.Echo, addr string, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return Serve(ctx, e, ln, log)
+}
+
+// Serve is Run on an existing listener (tests listen on port 0 first).
+func Serve(ctx context.Context, e *echo.Echo, ln net.Listener, log *slog.Logger) error {
+	srv := &http.Server{
+		Handler:           e,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    32 << 10,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	if log != nil {
+		log.Info("listening", "addr", ln.Addr().String())
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	if log != nil {
+		log.Info("shutting down: draining in-flight requests")
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("graceful shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// SignalContext is cancelled on SIGINT or SIGTERM.
+func SignalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,229 @@
+// Package testutil provides the real PostgreSQL and Redis that tests run against.
+//
+// Where a server comes from, in order: TEST_POSTGRES_URL / TEST_REDIS_URL when set; else the
+// server on the default local port if it answers; else a container through testcontainers-go when
+// a Docker engine is available; else an error that says how to provide one. A test never skips
+// silently for want of a database.
+package testutil
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for the admin connection
+	"github.com/testcontainers/testcontainers-go"
+	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
+
+	"forumstats.local/shared/db"
+	"forumstats.local/shared/migrate"
+)
+
+const localPostgres = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+var (
+	pgOnce    sync.Once
+	pgBaseURL string
+	pgErr     error
+	pgCleanup = func() {}
+)
+
+// PostgresURL returns the URL of an administrative database on a PostgreSQL server that tests
+// may create databases on.
+func PostgresURL() (string, error) {
+	pgOnce.Do(func() { pgBaseURL, pgErr = findPostgres() })
+	return pgBaseURL, pgErr
+}
+
+func findPostgres() (string, error) {
+	if u := os.Getenv("TEST_POSTGRES_URL"); u != "" {
+		if err := pingPostgres(u); err != nil {
+			return "", fmt.Errorf("TEST_POSTGRES_URL is set but does not answer: %w", err)
+		}
+		return u, nil
+	}
+	localErr := pingPostgres(localPostgres)
+	if localErr == nil {
+		return localPostgres, nil
+	}
+	u, cleanup, tcErr := postgresContainer()
+	if tcErr == nil {
+		pgCleanup = cleanup
+		return u, nil
+	}
+	return "", fmt.Errorf("no PostgreSQL for tests: set TEST_POSTGRES_URL=postgres://user@host:port/db, "+
+		"or run a server on 127.0.0.1:5432 (user postgres, trust auth), or make a Docker engine available "+
+		"for testcontainers (local: %v; testcontainers: %v)", localErr, tcErr)
+}
+
+func pingPostgres(u string) error {
+	conn, err := sql.Open("pgx", u)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	return conn.PingContext(ctx)
+}
+
+func postgresContainer() (u string, cleanup func(), err error) {
+	defer func() {
+		// Older testcontainers versions panic when no Docker host can be found.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := tcpostgres.Run(ctx, "postgres:16-alpine",
+		tcpostgres.WithDatabase("postgres"),
+		tcpostgres.WithUsername("postgres"),
+		tcpostgres.WithPassword("postgres"),
+		tcpostgres.BasicWaitStrategies(),
+	)
+	if err != nil {
+		return "", nil, err
+	}
+	u, err = c.ConnectionString(ctx, "sslmode=disable")
+	if err != nil {
+		_ = testcontainers.TerminateContainer(c)
+		return "", nil, err
+	}
+	return u, func() { _ = testcontainers.TerminateContainer(c) }, nil
+}
+
+var unsafeName = regexp.MustCompile(`[^a-z0-9_]+`)
+
+// PackageDB creates a fresh database for the calling test package, cloned from a template that
+// holds the given migrations (built once per migration content and shared by all packages), and
+// returns its URL and a cleanup that drops it. Call it from TestMain.
+func PackageDB(sets ...migrate.Set) (string, func(), error) {
+	base, err := PostgresURL()
+	if err != nil {
+		return "", nil, err
+	}
+	fingerprint, err := migrate.Fingerprint("postgres", sets...)
+	if err != nil {
+		return "", nil, err
+	}
+	sum := sha256.Sum256([]byte(fingerprint))
+	template := "tmpl_" + hex.EncodeToString(sum[:8])
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		return "", nil, err
+	}
+	defer admin.Close()
+	if err := ensureTemplate(ctx, admin, base, template, sets); err != nil {
+		return "", nil, fmt.Errorf("template database: %w", err)
+	}
+
+	pkg := strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")
+	name := fmt.Sprintf("test_%s_%d_%d", unsafeName.ReplaceAllString(strings.ToLower(pkg), "_"), os.Getpid(), time.Now().UnixNano()%1e6)
+	if len(name) > 60 {
+		name = name[len(name)-60:]
+	}
+	if _, err := admin.ExecContext(ctx, fmt.Sprintf(`CREATE DATABASE %q TEMPLATE %q`, name, template)); err != nil {
+		return "", nil, fmt.Errorf("create test database: %w", err)
+	}
+	dbURL, err := withDatabase(base, name)
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if conn, err := sql.Open("pgx", base); err == nil {
+			_, _ = conn.ExecContext(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %q WITH (FORCE)`, name))
+			conn.Close()
+		}
+	}
+	return dbURL, cleanup, nil
+}
+
+// NewDatabase is PackageDB for a test that wants a database of its own; it is dropped when
+// the test ends.
+func NewDatabase(t interface {
+	Helper()
+	Fatalf(string, ...any)
+	Cleanup(func())
+}, sets ...migrate.Set) string {
+	t.Helper()
+	u, cleanup, err := PackageDB(sets...)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(cleanup)
+	return u
+}
+
+func ensureTemplate(ctx context.Context, admin *sql.DB, base, template string, sets []migrate.Set) error {
+	conn, err := admin.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// Packages run in parallel processes; one builds the template while the others wait.
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(hashtext($1))", template); err != nil {
+		return err
+	}
+	defer conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock(hashtext($1))", template) //nolint:errcheck
+	var exists bool
+	if err := conn.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", template).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return nil
+	}
+	building := template + "_building"
+	_, _ = conn.ExecContext(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %q WITH (FORCE)`, building))
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`CREATE DATABASE %q`, building)); err != nil {
+		return err
+	}
+	u, err := withDatabase(base, building)
+	if err != nil {
+		return err
+	}
+	gdb, err := db.Open(ctx, u, nil)
+	if err != nil {
+		return err
+	}
+	for _, s := range sets {
+		if _, err := migrate.Up(ctx, gdb, s); err != nil {
+			closeGorm(gdb)
+			return err
+		}
+	}
+	closeGorm(gdb)
+	// Renamed only once complete, so a crash mid-build never leaves a half-migrated template.
+	_, err = conn.ExecContext(ctx, fmt.Sprintf(`ALTER DATABASE %q RENAME TO %q`, building, template))
+	return err
+}
+
+func withDatabase(base, name string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// CleanupContainers stops containers started for this test process; call it at the end of TestMain.
+func CleanupContainers() {
+	pgCleanup()
+	redisCleanup()
+}
+

@@ -1,0 +1,82 @@
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/testcontainers/testcontainers-go"
+	tcredis "github.com/testcontainers/testcontainers-go/modules/redis"
+)
+
+const localRedis = "redis://127.0.0.1:6379/0"
+
+var (
+	redisOnce    sync.Once
+	redisURL     string
+	redisErr     error
+	redisCleanup = func() {}
+)
+
+// RedisURL returns the URL of a Redis server for tests. Packages share it: use a unique key
+// prefix per test.
+func RedisURL() (string, error) {
+	redisOnce.Do(func() { redisURL, redisErr = findRedis() })
+	return redisURL, redisErr
+}
+
+func findRedis() (string, error) {
+	if u := os.Getenv("TEST_REDIS_URL"); u != "" {
+		if err := pingRedis(u); err != nil {
+			return "", fmt.Errorf("TEST_REDIS_URL is set but does not answer: %w", err)
+		}
+		return u, nil
+	}
+	localErr := pingRedis(localRedis)
+	if localErr == nil {
+		return localRedis, nil
+	}
+	u, cleanup, tcErr := redisContainer()
+	if tcErr == nil {
+		redisCleanup = cleanup
+		return u, nil
+	}
+	return "", fmt.Errorf("no Redis for tests: set TEST_REDIS_URL=redis://host:port/db, or run redis-server "+
+		"on 127.0.0.1:6379, or make a Docker engine available for testcontainers (local: %v; testcontainers: %v)",
+		localErr, tcErr)
+}
+
+func pingRedis(u string) error {
+	opts, err := redis.ParseURL(u)
+	if err != nil {
+		return err
+	}
+	c := redis.NewClient(opts)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return c.Ping(ctx).Err()
+}
+
+func redisContainer() (u string, cleanup func(), err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := tcredis.Run(ctx, "redis:7-alpine")
+	if err != nil {
+		return "", nil, err
+	}
+	u, err = c.ConnectionString(ctx)
+	if err != nil {
+		_ = testcontainers.TerminateContainer(c)
+		return "", nil, err
+	}
+	return u, func() { _ = testcontainers.TerminateContainer(c) }, nil
+}
