@@ -1,0 +1,3 @@
+module forumstats.local/collector-svc
+
+go 1.26.0

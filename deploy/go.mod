@@ -1,0 +1,3 @@
+module forumstats.local/deploy
+
+go 1.26.0

@@ -1,0 +1,3 @@
+module forumstats.local/forum-svc
+
+go 1.26.0

@@ -1,0 +1,3 @@
+module forumstats.local/stats-svc
+
+go 1.26.0
