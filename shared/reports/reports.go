@@ -30,7 +30,7 @@ const (
 
 // CatalogServer is one configured server.
 type CatalogServer struct {
-	Number  int    `gorm:"primaryKey;autoIncrement:false"`
+	Number  int `gorm:"primaryKey;autoIncrement:false"`
 	Name    string
 	GuildID string
 }

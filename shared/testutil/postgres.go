@@ -226,4 +226,3 @@ func CleanupContainers() {
 	pgCleanup()
 	redisCleanup()
 }
-
