@@ -3,8 +3,9 @@
 
 SHELL := /bin/bash
 GO ?= go
-MODULES := shared stats-svc collector-svc forum-svc deploy tools
-PKGS := $(foreach m,$(MODULES),$(if $(wildcard $(m)/go.mod),./$(m)/...))
+# Every module that go.work lists.
+MODULES := $(shell sed -n 's|^[[:space:]]*\./\([a-z-]*\)$$|\1|p' go.work)
+PKGS := $(addprefix ./,$(addsuffix /...,$(MODULES)))
 BIN := bin
 SERVICES := forum-svc stats-svc collector-svc
 
