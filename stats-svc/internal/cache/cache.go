@@ -1,0 +1,295 @@
+// Package cache puts a two-level cache-aside in front of the store: L1 in
+// process, L2 in Redis (optional). Keys carry the data generation, so a
+// finished collector pass or an import is seen as soon as the generation is,
+// not after a TTL; entries also expire at the instant their answer would
+// change by time alone. Redis failing or slower than its timeout only costs a
+// trip to the database, counted by a metric.
+package cache
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+
+	"forumstats.local/shared/reports"
+	"forumstats.local/stats-svc/internal/query"
+	"forumstats.local/stats-svc/internal/report"
+)
+
+var (
+	fallbackTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "stats_cache_fallback_total",
+		Help: "Redis cache operations that failed or timed out; the request was served from the database.",
+	}, []string{"op", "reason"})
+	lookupsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "stats_cache_lookups_total",
+		Help: "Answer lookups by where they were found: l1, l2 (Redis) or source (database).",
+	}, []string{"found"})
+	foundL1     = lookupsTotal.WithLabelValues("l1")
+	foundL2     = lookupsTotal.WithLabelValues("l2")
+	foundSource = lookupsTotal.WithLabelValues("source")
+)
+
+func init() {
+	// Every fallback series exists from the start, at 0, so that a rate over
+	// it works before the first failure.
+	for _, op := range []string{"get", "set"} {
+		for _, reason := range []string{"error", "timeout"} {
+			fallbackTotal.WithLabelValues(op, reason)
+		}
+	}
+}
+
+// Source is the uncached implementation (the store).
+type Source interface {
+	Statistics(ctx context.Context, q query.Query, now time.Time) (report.Answer, error)
+	Icons(ctx context.Context, server string) (report.Answer, error)
+	Generation(ctx context.Context) (int64, error)
+}
+
+// Options tune the cache; zero values take the defaults.
+type Options struct {
+	// KeyPrefix namespaces the Redis keys (default "stats:v1:").
+	KeyPrefix string
+	// RedisTimeout bounds every Redis call (default 50 ms).
+	RedisTimeout time.Duration
+	// MaxTTL caps how long any entry lives (default 10 min).
+	MaxTTL time.Duration
+	// Poll is how often the generation is read from the database (default 1 s).
+	Poll time.Duration
+	// L1Bytes bounds the bodies held in process (default 128 MiB).
+	L1Bytes int
+	Logger  *slog.Logger
+}
+
+// Cache serves answers from L1, then Redis, then the source.
+type Cache struct {
+	src  Source
+	rdb  *redis.Client
+	opts Options
+	log  *slog.Logger
+	gen  atomic.Int64
+	l1   *l1
+	sf   singleflight.Group
+}
+
+// New decorates src. rdb may be nil: then only the in-process cache serves.
+func New(src Source, rdb *redis.Client, opts Options) *Cache {
+	if opts.KeyPrefix == "" {
+		opts.KeyPrefix = "stats:v1:"
+	}
+	if opts.RedisTimeout <= 0 {
+		opts.RedisTimeout = 50 * time.Millisecond
+	}
+	if opts.MaxTTL <= 0 {
+		opts.MaxTTL = 10 * time.Minute
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = time.Second
+	}
+	if opts.L1Bytes <= 0 {
+		opts.L1Bytes = 128 << 20
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Cache{src: src, rdb: rdb, opts: opts, log: log, l1: newL1(opts.L1Bytes)}
+}
+
+// Generation is the data generation the cache currently serves.
+func (c *Cache) Generation() int64 { return c.gen.Load() }
+
+// Statistics answers q from the cache or the source.
+func (c *Cache) Statistics(ctx context.Context, q query.Query, now time.Time) (report.Answer, error) {
+	return c.get(ctx, "s|"+q.Key(), now, func(ctx context.Context) (report.Answer, error) {
+		return c.src.Statistics(ctx, q, now)
+	})
+}
+
+// Icons answers the icons request for server ("" for all). Icons do not
+// depend on the clock, only on the data.
+func (c *Cache) Icons(ctx context.Context, server string) (report.Answer, error) {
+	return c.get(ctx, "i|"+server, time.Now(), func(ctx context.Context) (report.Answer, error) {
+		return c.src.Icons(ctx, server)
+	})
+}
+
+func (c *Cache) get(ctx context.Context, key string, now time.Time, load func(context.Context) (report.Answer, error)) (report.Answer, error) {
+	gen := c.gen.Load()
+	if a, ok := c.l1.get(gen, key, now); ok {
+		foundL1.Inc()
+		return a, nil
+	}
+	// One load per key and generation however many requests miss at once
+	// (a generation bump makes every popular key miss together).
+	v, err, _ := c.sf.Do(strconv.FormatInt(gen, 10)+"|"+key, func() (any, error) {
+		// The shared load must not fail because the first caller went away.
+		ctx := context.WithoutCancel(ctx)
+		if a, ok := c.redisGet(ctx, gen, key, now); ok {
+			foundL2.Inc()
+			c.l1.put(key, a, c.expiry(a, now))
+			return a, nil
+		}
+		a, err := load(ctx)
+		if err != nil {
+			return report.Answer{}, err
+		}
+		foundSource.Inc()
+		c.observe(a.Generation)
+		c.l1.put(key, a, c.expiry(a, now))
+		c.redisSet(ctx, key, a, now)
+		return a, nil
+	})
+	if err != nil {
+		return report.Answer{}, err
+	}
+	return v.(report.Answer), nil
+}
+
+// expiry is when an entry must stop being served: the answer's own
+// validity, capped by MaxTTL.
+func (c *Cache) expiry(a report.Answer, now time.Time) time.Time {
+	exp := now.Add(c.opts.MaxTTL)
+	if !a.ValidUntil.IsZero() && a.ValidUntil.Before(exp) {
+		exp = a.ValidUntil
+	}
+	return exp
+}
+
+func (c *Cache) redisKey(gen int64, key string) string {
+	return c.opts.KeyPrefix + strconv.FormatInt(gen, 10) + "|" + key
+}
+
+// Redis values are the expiry (Unix ns, 8 bytes big-endian), the generation
+// (8 bytes) and the body.
+const headerLen = 16
+
+func (c *Cache) redisGet(ctx context.Context, gen int64, key string, now time.Time) (report.Answer, bool) {
+	if c.rdb == nil {
+		return report.Answer{}, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.RedisTimeout)
+	defer cancel()
+	b, err := c.rdb.Get(ctx, c.redisKey(gen, key)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return report.Answer{}, false
+	}
+	if err != nil {
+		c.fallback("get", err)
+		return report.Answer{}, false
+	}
+	if len(b) < headerLen {
+		return report.Answer{}, false
+	}
+	exp := time.Unix(0, int64(binary.BigEndian.Uint64(b)))
+	if !now.Before(exp) {
+		return report.Answer{}, false
+	}
+	return report.Answer{Body: b[headerLen:], ValidUntil: exp, Generation: int64(binary.BigEndian.Uint64(b[8:]))}, true
+}
+
+func (c *Cache) redisSet(ctx context.Context, key string, a report.Answer, now time.Time) {
+	if c.rdb == nil {
+		return
+	}
+	exp := c.expiry(a, now)
+	ttl := exp.Sub(now)
+	if ttl < time.Millisecond {
+		return
+	}
+	v := make([]byte, headerLen+len(a.Body))
+	binary.BigEndian.PutUint64(v, uint64(exp.UnixNano()))
+	binary.BigEndian.PutUint64(v[8:], uint64(a.Generation))
+	copy(v[headerLen:], a.Body)
+	ctx, cancel := context.WithTimeout(ctx, c.opts.RedisTimeout)
+	defer cancel()
+	// Redis expires it too, a little early rather than late (whole ms).
+	if err := c.rdb.Set(ctx, c.redisKey(a.Generation, key), v, ttl.Truncate(time.Millisecond)).Err(); err != nil {
+		c.fallback("set", err)
+	}
+}
+
+func (c *Cache) fallback(op string, err error) {
+	reason := "error"
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		reason = "timeout"
+	}
+	fallbackTotal.WithLabelValues(op, reason).Inc()
+	c.log.Debug("redis cache unavailable, using the database", "op", op, "reason", reason, "err", err)
+}
+
+// observe moves the served generation forward to one seen in the data.
+func (c *Cache) observe(gen int64) {
+	for {
+		cur := c.gen.Load()
+		if gen <= cur || c.gen.CompareAndSwap(cur, gen) {
+			return
+		}
+	}
+}
+
+// Refresh reads the generation from the database, the source of truth
+// (it may also go back, e.g. after a restore).
+func (c *Cache) Refresh(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	before := c.gen.Load()
+	gen, err := c.src.Generation(ctx)
+	if err != nil {
+		return err
+	}
+	// Lose to a newer generation observed in the data while this read ran.
+	c.gen.CompareAndSwap(before, gen)
+	return nil
+}
+
+// Run follows the generation until ctx is done: it polls the database every
+// Poll and, with Redis, also polls at once when a writer announces a new
+// generation on reports.GenerationChannel. The announcement is only a wake-up:
+// the number is always read from the database.
+func (c *Cache) Run(ctx context.Context) {
+	wake := make(chan struct{}, 1)
+	if c.rdb != nil {
+		sub := c.rdb.Subscribe(ctx, reports.GenerationChannel)
+		defer sub.Close()
+		go func() {
+			for range sub.Channel() {
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
+	tick := time.NewTicker(c.opts.Poll)
+	defer tick.Stop()
+	failing := false
+	for {
+		if err := c.Refresh(ctx); err != nil && ctx.Err() == nil {
+			if !failing {
+				c.log.Warn("cannot read the data generation", "err", err)
+			}
+			failing = true
+		} else {
+			failing = false
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-wake:
+		}
+	}
+}

@@ -1,0 +1,312 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+
+	"forumstats.local/shared/db"
+	"forumstats.local/shared/migrate"
+	"forumstats.local/shared/reports"
+	"forumstats.local/shared/server"
+	"forumstats.local/shared/testutil"
+	"forumstats.local/stats-svc/internal/cache"
+	"forumstats.local/stats-svc/internal/httpapi"
+	"forumstats.local/stats-svc/internal/query"
+	"forumstats.local/stats-svc/internal/report"
+	"forumstats.local/stats-svc/internal/store"
+)
+
+// The fixed clock of these tests: 2026-11-20 13:00 in Moscow. Today is
+// 2026-11-20, yesterday 2026-11-19, the live months 2026-11 and 2026-10.
+var testNow = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+
+const cdn = "https://cdn.test"
+
+var (
+	pgURL    string
+	redisURL string
+)
+
+func TestMain(m *testing.M) {
+	u, cleanup, err := testutil.PackageDB(reports.Migrations)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	pgURL = u
+	if redisURL, err = testutil.RedisURL(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		cleanup()
+		os.Exit(1)
+	}
+	code := m.Run()
+	cleanup()
+	testutil.CleanupContainers()
+	os.Exit(code)
+}
+
+var seeded atomic.Bool
+
+// pgDB opens the package database, seeding the fixture on first use.
+func pgDB(t *testing.T) *gorm.DB {
+	t.Helper()
+	gdb, err := db.Open(context.Background(), pgURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeDB(gdb) })
+	if seeded.CompareAndSwap(false, true) {
+		seed(t, gdb)
+	}
+	return gdb
+}
+
+func migrateUp(gdb *gorm.DB) error {
+	_, err := migrate.Up(context.Background(), gdb, reports.Migrations)
+	return err
+}
+
+func closeDB(gdb *gorm.DB) {
+	if sqlDB, err := gdb.DB(); err == nil {
+		sqlDB.Close()
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+const (
+	alphaID = "81384788765712384"
+	betaID  = "222222222222222222"
+	gammaID = "1" // equals Alpha's number: the guildId match must win
+)
+
+// seed writes the fixture (see the expectations in the tests):
+//
+//	month 2026-11: Alpha ok and fresh; Beta ok but 2 h old (age-stale); Gamma none.
+//	month 2026-10: Alpha stale with an error; Beta ok, 2026-09: Alpha ok.
+//	days 2026-11-14..20: Alpha all ok; Beta lacks the 17th; Gamma's 18th
+//	is stale with an error and its today is 1 h old (age-stale).
+//	days 2026-11-06..13: Alpha only.
+func seed(t *testing.T, gdb *gorm.DB) {
+	t.Helper()
+	err := gdb.Transaction(func(tx *gorm.DB) error {
+		rows := []any{
+			&[]reports.CatalogServer{{Number: 1, Name: "Alpha", GuildID: alphaID}, {Number: 2, Name: "Beta", GuildID: betaID}, {Number: 3, Name: "Gamma & Co", GuildID: gammaID}},
+			&[]reports.Guild{
+				{GuildID: alphaID, Icon: ptr("a_f00d"), Banner: ptr("b4nn3r"), BannerKnown: true, MetadataAt: ptr(testNow)},
+				{GuildID: betaID, Icon: ptr("1c0n"), Banner: ptr("zzz"), BannerKnown: false, MetadataAt: ptr(testNow)},
+			},
+			&[]reports.MonthlyReport{
+				{GuildID: alphaID, Month: "2026-11", GeneratedAt: testNow.Add(-5 * time.Minute), Status: "ok", TotalMessages: 300},
+				{GuildID: betaID, Month: "2026-11", GeneratedAt: testNow.Add(-2 * time.Hour), Status: "ok", TotalMessages: 70},
+				{GuildID: alphaID, Month: "2026-10", GeneratedAt: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), Status: "stale",
+					ErrorCode: ptr("rate_limited"), ErrorMessage: ptr("slow down"), TotalMessages: 1000},
+				{GuildID: alphaID, Month: "2026-09", GeneratedAt: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC), Status: "ok", TotalMessages: 900},
+			},
+			&[]reports.MonthlyChannelCount{
+				{GuildID: alphaID, Month: "2026-11", ChannelID: "10", Name: "general", Messages: 200},
+				{GuildID: alphaID, Month: "2026-11", ChannelID: "11", Name: "memes", Messages: 50},
+				{GuildID: alphaID, Month: "2026-11", ChannelID: "9", Name: "random", Messages: 50},
+				{GuildID: betaID, Month: "2026-11", ChannelID: "20", Name: "lobby", Messages: 70},
+			},
+		}
+		for _, r := range rows {
+			if err := tx.Create(r).Error; err != nil {
+				return err
+			}
+		}
+		// A server that left the catalog keeps its reports; they are never served.
+		gone := reports.MonthlyReport{GuildID: "4242", Month: "2026-11", GeneratedAt: testNow, Status: "ok", TotalMessages: 5000}
+		if err := tx.Create(&gone).Error; err != nil {
+			return err
+		}
+		if err := addDay(tx, "4242", "2026-11-16", testNow, "ok", nil, map[string]int64{"40": 5000}, nil); err != nil {
+			return err
+		}
+		// Alpha also has 2026-11-06..13, so that a 15-day range is complete.
+		first, _ := query.ParseDate("2026-11-06")
+		for d := first; d.Before(query.Date{Year: 2026, Month: 11, Day: 14}); d = d.AddDays(1) {
+			named := map[string]string{"12": "old-name"}
+			if d.Day <= 7 {
+				named["13"] = "archived" // only in the first half of a split range
+			}
+			if err := addDay(tx, alphaID, d.String(), d.AddDays(1).Start().Add(30*time.Minute), "ok", nil, map[string]int64{"10": 10}, named); err != nil {
+				return err
+			}
+		}
+		week, _ := query.ParseDate("2026-11-14")
+		for i := 0; i < 7; i++ {
+			d := week.AddDays(i)
+			done := d.AddDays(1).Start().Add(30 * time.Minute) // a finished day's last refresh
+			if i >= 5 {
+				done = testNow.Add(-10 * time.Minute) // yesterday and today: fresh
+			}
+			name := "old-name"
+			if i == 6 {
+				name = "new-name"
+			}
+			if err := addDay(tx, alphaID, d.String(), done, "ok", nil, map[string]int64{"10": 10}, map[string]string{"12": name}); err != nil {
+				return err
+			}
+			if d.Day != 17 {
+				if err := addDay(tx, betaID, d.String(), done, "ok", nil, map[string]int64{"20": 5}, nil); err != nil {
+					return err
+				}
+			}
+			status, code, gdone := "ok", (*string)(nil), done
+			if d.Day == 18 {
+				status, code = "stale", ptr("http_500")
+			}
+			if i == 6 {
+				gdone = testNow.Add(-time.Hour)
+			}
+			if err := addDay(tx, gammaID, d.String(), gdone, status, code, map[string]int64{"30": 2}, nil); err != nil {
+				return err
+			}
+		}
+		_, err := reports.BumpGeneration(tx)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+}
+
+// addDay writes one daily report; named channels get 1 message each.
+func addDay(tx *gorm.DB, guild, day string, at time.Time, status string, code *string, counts map[string]int64, named map[string]string) error {
+	var total int64
+	var chans []reports.DailyChannelCount
+	for id, n := range counts {
+		chans = append(chans, reports.DailyChannelCount{GuildID: guild, Day: day, ChannelID: id, Name: "general", Messages: n})
+		total += n
+	}
+	for id, name := range named {
+		chans = append(chans, reports.DailyChannelCount{GuildID: guild, Day: day, ChannelID: id, Name: name, Messages: 1})
+		total++
+	}
+	r := reports.DailyReport{GuildID: guild, Day: day, GeneratedAt: at, Status: status, ErrorCode: code, ErrorMessage: code, TotalMessages: total}
+	if err := tx.Create(&r).Error; err != nil {
+		return err
+	}
+	return tx.Create(&chans).Error
+}
+
+type stack struct {
+	url    string
+	cache  *cache.Cache
+	prefix string // Redis key prefix
+}
+
+type stackOptions struct {
+	redis  *redis.Client // nil: in-process cache only
+	poll   time.Duration
+	direct bool // no cache at all: the store answers
+}
+
+var prefixSeq atomic.Int64
+
+// newStack serves the real handler (shared server middleware, error
+// handler, cache over store) on a loopback port with the fixed clock.
+func newStack(t *testing.T, gdb *gorm.DB, o stackOptions) *stack {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st := store.New(gdb, report.Links{CDN: cdn})
+	s := &stack{}
+	var reportsAPI httpapi.Reports = st
+	if !o.direct {
+		prefix := fmt.Sprintf("test:stats:%d:%d:%s:", os.Getpid(), prefixSeq.Add(1), t.Name())
+		s.prefix = prefix
+		s.cache = cache.New(st, o.redis, cache.Options{KeyPrefix: prefix, Poll: o.poll, Logger: log})
+		if err := s.cache.Refresh(context.Background()); err != nil {
+			t.Fatalf("refresh generation: %v", err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { s.cache.Run(ctx); close(done) }()
+		t.Cleanup(func() { cancel(); <-done })
+		if o.redis != nil {
+			t.Cleanup(func() { cleanKeys(o.redis, prefix) })
+		}
+		reportsAPI = s.cache
+	}
+	e := server.New(server.Options{Name: "stats-svc-test", Logger: log, ErrorHandler: httpapi.ErrorHandler})
+	httpapi.Register(e, reportsAPI, func() time.Time { return testNow })
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	s.url = srv.URL
+	return s
+}
+
+func cleanKeys(rdb *redis.Client, prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	keys, _ := rdb.Keys(ctx, escapeGlob(prefix)+"*").Result()
+	if len(keys) > 0 {
+		rdb.Del(ctx, keys...)
+	}
+}
+
+func escapeGlob(s string) string {
+	return strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`).Replace(s)
+}
+
+func newRedis(t *testing.T, addr string) *redis.Client {
+	t.Helper()
+	opts, err := redis.ParseURL(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addr != "" {
+		opts.Addr = addr
+	}
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = 200*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+	opts.MaxRetries, opts.ContextTimeoutEnabled = 0, true
+	c := redis.NewClient(opts)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func do(t *testing.T, method, url string) response {
+	t.Helper()
+	r, err := request(method, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// request is do for goroutines other than the test's.
+func request(method, url string) (response, error) {
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		return response{}, err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return response{}, fmt.Errorf("%s %s: %w", method, url, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return response{}, err
+	}
+	return response{res.StatusCode, res.Header, string(b)}, nil
+}

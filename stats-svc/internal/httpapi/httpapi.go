@@ -1,0 +1,159 @@
+// Package httpapi serves GET and HEAD /api/chat-statistics and
+// /api/chat-icons, and writes every error body through one table.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"forumstats.local/shared/server"
+	"forumstats.local/stats-svc/internal/query"
+	"forumstats.local/stats-svc/internal/report"
+)
+
+// Reports answers the two operations (the cache, or the store directly).
+type Reports interface {
+	Statistics(ctx context.Context, q query.Query, now time.Time) (report.Answer, error)
+	Icons(ctx context.Context, server string) (report.Answer, error)
+}
+
+// allowed is the Allow header of every 405: the service only reads.
+const allowed = "GET, HEAD"
+
+type api struct {
+	reports Reports
+	now     func() time.Time
+}
+
+// Register adds the two operations, with and without a trailing slash, and
+// the CORS header every response carries. now is the clock (time.Now in
+// production).
+func Register(e *echo.Echo, reports Reports, now func() time.Time) {
+	a := &api{reports: reports, now: now}
+	e.Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			c.Response().Header().Set(echo.HeaderAccessControlAllowOrigin, "*")
+			return next(c)
+		}
+	})
+	// Any, not GET+HEAD: otherwise Echo's router answers OPTIONS with 204
+	// itself, and the contract wants 405 for every other method.
+	for _, p := range []string{"/api/chat-statistics", "/api/chat-statistics/"} {
+		e.Any(p, a.statistics)
+	}
+	for _, p := range []string{"/api/chat-icons", "/api/chat-icons/"} {
+		e.Any(p, a.icons)
+	}
+}
+
+func (a *api) statistics(c echo.Context) error {
+	if err := readOnly(c); err != nil {
+		return err
+	}
+	now := a.now()
+	q, err := query.Parse(query.Values(c.Request().URL.RawQuery), now)
+	if err != nil {
+		return err
+	}
+	ans, err := a.reports.Statistics(c.Request().Context(), q, now)
+	if err != nil {
+		return err
+	}
+	return write(c, http.StatusOK, ans.Body)
+}
+
+func (a *api) icons(c echo.Context) error {
+	if err := readOnly(c); err != nil {
+		return err
+	}
+	srv, err := query.ParseIconsServer(query.Values(c.Request().URL.RawQuery))
+	if err != nil {
+		return err
+	}
+	ans, err := a.reports.Icons(c.Request().Context(), srv)
+	if err != nil {
+		return err
+	}
+	return write(c, http.StatusOK, ans.Body)
+}
+
+func readOnly(c echo.Context) error {
+	switch c.Request().Method {
+	case http.MethodGet, http.MethodHead:
+		return nil
+	}
+	return echo.ErrMethodNotAllowed
+}
+
+// write sends a JSON body; HEAD gets the same headers, Content-Length
+// included, and no body.
+func write(c echo.Context, status int, body []byte) error {
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	h.Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
+	c.Response().WriteHeader(status)
+	if c.Request().Method == http.MethodHead {
+		return nil
+	}
+	_, err := c.Response().Write(body)
+	return err
+}
+
+// errorTable maps domain errors to HTTP statuses and codes.
+var errorTable = []struct {
+	err    error
+	status int
+	code   string
+}{
+	{query.ErrInvalidParameters, http.StatusBadRequest, "invalid_parameters"},
+	{query.ErrInvalidRange, http.StatusBadRequest, "invalid_range"},
+	{query.ErrInvalidServer, http.StatusBadRequest, "invalid_server"},
+	{report.ErrServerNotFound, http.StatusNotFound, "server_not_found"},
+}
+
+func classify(err error) (int, string) {
+	for _, e := range errorTable {
+		if errors.Is(err, e.err) {
+			return e.status, e.code
+		}
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		switch {
+		case he.Code == http.StatusNotFound:
+			return http.StatusNotFound, "not_found"
+		case he.Code == http.StatusMethodNotAllowed:
+			return http.StatusMethodNotAllowed, "method_not_allowed"
+		case he.Code >= 400 && he.Code < 500:
+			// Middleware refusals (413 and the like): the status's own name.
+			return he.Code, strings.ToLower(strings.ReplaceAll(http.StatusText(he.Code), " ", "_"))
+		}
+	}
+	return http.StatusInternalServerError, "internal_error"
+}
+
+// ErrorHandler writes every error as {"error": code}; an unexpected error is
+// logged with the request ID and never shown to the client.
+func ErrorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	status, code := classify(err)
+	if status == http.StatusInternalServerError {
+		server.Logger(c).Error("request failed", "err", err)
+	}
+	h := c.Response().Header()
+	h.Set(echo.HeaderAccessControlAllowOrigin, "*")
+	if status == http.StatusMethodNotAllowed {
+		h.Set(echo.HeaderAllow, allowed)
+	}
+	if err := write(c, status, []byte(`{"error":"`+code+`"}`)); err != nil {
+		server.Logger(c).Debug("write error response", "err", err)
+	}
+}

@@ -1,0 +1,236 @@
+package query
+
+import (
+	"testing"
+	"time"
+)
+
+func TestParseDate(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Date
+		ok   bool
+	}{
+		{"2026-11-20", Date{2026, 11, 20}, true},
+		{"2024-02-29", Date{2024, 2, 29}, true}, // leap year
+		{"2000-02-29", Date{2000, 2, 29}, true}, // divisible by 400
+		{"2023-02-29", Date{}, false},
+		{"2100-02-29", Date{}, false}, // divisible by 100, not 400
+		{"2026-04-30", Date{2026, 4, 30}, true},
+		{"2026-04-31", Date{}, false},
+		{"2026-12-31", Date{2026, 12, 31}, true},
+		{"2026-13-01", Date{}, false},
+		{"2026-00-10", Date{}, false},
+		{"2026-01-00", Date{}, false},
+		{"2026-1-01", Date{}, false},
+		{"2026-01-1", Date{}, false},
+		{"2026/01/01", Date{}, false},
+		{"+026-01-01", Date{}, false},
+		{"2026-01-01 ", Date{}, false},
+		{"2026-01-0x", Date{}, false},
+		{"２026-01-01", Date{}, false}, // full-width digit
+		{"", Date{}, false},
+	}
+	for _, tt := range tests {
+		got, ok := ParseDate(tt.in)
+		if ok != tt.ok || got != tt.want {
+			t.Errorf("ParseDate(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+		if ok && got.String() != tt.in {
+			t.Errorf("ParseDate(%q).String() = %q", tt.in, got.String())
+		}
+	}
+}
+
+func TestParseMonth(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Month
+		ok   bool
+	}{
+		{"2026-11", Month{2026, 11}, true},
+		{"2015-01", Month{2015, 1}, true},
+		{"2026-13", Month{}, false},
+		{"2026-00", Month{}, false},
+		{"2026-1", Month{}, false},
+		{"2026-011", Month{}, false},
+		{"202611", Month{}, false},
+		{"", Month{}, false},
+	}
+	for _, tt := range tests {
+		got, ok := ParseMonth(tt.in)
+		if ok != tt.ok || got != tt.want {
+			t.Errorf("ParseMonth(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestMonthBounds(t *testing.T) {
+	tests := []struct {
+		m           Month
+		last        int
+		start, end  string
+		prev, next_ Month
+	}{
+		{Month{2026, 1}, 31, "2025-12-31T21:00:00Z", "2026-01-31T21:00:00Z", Month{2025, 12}, Month{2026, 2}},
+		{Month{2024, 2}, 29, "2024-01-31T21:00:00Z", "2024-02-29T21:00:00Z", Month{2024, 1}, Month{2024, 3}},
+		{Month{2023, 2}, 28, "2023-01-31T21:00:00Z", "2023-02-28T21:00:00Z", Month{2023, 1}, Month{2023, 3}},
+		{Month{2026, 4}, 30, "2026-03-31T21:00:00Z", "2026-04-30T21:00:00Z", Month{2026, 3}, Month{2026, 5}},
+		{Month{2026, 12}, 31, "2026-11-30T21:00:00Z", "2026-12-31T21:00:00Z", Month{2026, 11}, Month{2027, 1}},
+		{Month{2015, 1}, 31, "2014-12-31T21:00:00Z", "2015-01-31T21:00:00Z", Month{2014, 12}, Month{2015, 2}},
+	}
+	for _, tt := range tests {
+		if got := tt.m.Last().Day; got != tt.last {
+			t.Errorf("%v last day = %d, want %d", tt.m, got, tt.last)
+		}
+		if got := tt.m.Start().Format(time.RFC3339); got != tt.start {
+			t.Errorf("%v start = %s, want %s", tt.m, got, tt.start)
+		}
+		if got := tt.m.End().Format(time.RFC3339); got != tt.end {
+			t.Errorf("%v end = %s, want %s", tt.m, got, tt.end)
+		}
+		if got := tt.m.AddMonths(-1); got != tt.prev {
+			t.Errorf("%v prev = %v, want %v", tt.m, got, tt.prev)
+		}
+		if got := tt.m.AddMonths(1); got != tt.next_ {
+			t.Errorf("%v next = %v, want %v", tt.m, got, tt.next_)
+		}
+	}
+}
+
+func TestMoscowMidnight(t *testing.T) {
+	// Moscow is UTC+3 all year since 2014: midnight is 21:00Z of the day before.
+	tests := []struct {
+		d    Date
+		want string
+	}{
+		{Date{2026, 1, 1}, "2025-12-31T21:00:00Z"},
+		{Date{2024, 3, 1}, "2024-02-29T21:00:00Z"},
+		{Date{2026, 7, 15}, "2026-07-14T21:00:00Z"}, // summer: no DST
+		{Date{2099, 12, 31}, "2099-12-30T21:00:00Z"},
+	}
+	for _, tt := range tests {
+		if got := tt.d.Start().Format(time.RFC3339); got != tt.want {
+			t.Errorf("%v start = %s, want %s", tt.d, got, tt.want)
+		}
+	}
+}
+
+func TestDateOf(t *testing.T) {
+	tests := []struct {
+		at   string
+		want Date
+	}{
+		{"2026-11-19T20:59:59Z", Date{2026, 11, 19}},
+		{"2026-11-19T21:00:00Z", Date{2026, 11, 20}}, // Moscow midnight
+		{"2026-12-31T21:00:00Z", Date{2027, 1, 1}},
+		{"2024-02-28T21:30:00Z", Date{2024, 2, 29}},
+	}
+	for _, tt := range tests {
+		at, _ := time.Parse(time.RFC3339, tt.at)
+		if got := DateOf(at); got != tt.want {
+			t.Errorf("DateOf(%s) = %v, want %v", tt.at, got, tt.want)
+		}
+	}
+	at, _ := time.Parse(time.RFC3339, "2026-11-30T21:00:00Z")
+	if got := MonthOf(at); got != (Month{2026, 12}) {
+		t.Errorf("MonthOf(%v) = %v", at, got)
+	}
+	if got := NextMidnight(at).Format(time.RFC3339); got != "2026-12-01T21:00:00Z" {
+		t.Errorf("NextMidnight(%v) = %s", at, got)
+	}
+}
+
+func TestDayArithmetic(t *testing.T) {
+	tests := []struct {
+		d    Date
+		n    int
+		want Date
+	}{
+		{Date{2024, 2, 28}, 1, Date{2024, 2, 29}},
+		{Date{2024, 2, 29}, 1, Date{2024, 3, 1}},
+		{Date{2023, 2, 28}, 1, Date{2023, 3, 1}},
+		{Date{2026, 12, 31}, 1, Date{2027, 1, 1}},
+		{Date{2026, 1, 3}, -6, Date{2025, 12, 28}},
+		{Date{2026, 3, 1}, -1, Date{2026, 2, 28}},
+		{Date{2026, 1, 1}, 30, Date{2026, 1, 31}},
+		{Date{2026, 1, 1}, 31, Date{2026, 2, 1}},
+	}
+	for _, tt := range tests {
+		got := tt.d.AddDays(tt.n)
+		if got != tt.want {
+			t.Errorf("%v + %d = %v, want %v", tt.d, tt.n, got, tt.want)
+		}
+		if back := tt.d.DaysUntil(got); back != tt.n {
+			t.Errorf("%v.DaysUntil(%v) = %d, want %d", tt.d, got, back, tt.n)
+		}
+	}
+}
+
+func TestLimits(t *testing.T) {
+	for _, tt := range []struct {
+		d  Date
+		ok bool
+	}{
+		{Date{2014, 12, 31}, false}, {Date{2015, 1, 1}, true}, {Date{2099, 12, 31}, true}, {Date{2100, 1, 1}, false},
+	} {
+		if tt.d.InLimits() != tt.ok {
+			t.Errorf("%v.InLimits() = %v", tt.d, !tt.ok)
+		}
+	}
+	for _, tt := range []struct {
+		m  Month
+		ok bool
+	}{
+		{Month{2014, 12}, false}, {Month{2015, 1}, true}, {Month{2099, 12}, true}, {Month{2100, 1}, false},
+	} {
+		if tt.m.InLimits() != tt.ok {
+			t.Errorf("%v.InLimits() = %v", tt.m, !tt.ok)
+		}
+	}
+}
+
+// FuzzDateArithmetic checks the calendar against time.Time for any day and
+// any shift: moving there and back is exact, and a Moscow day is 24 hours
+// starting at 21:00Z of the day before.
+func FuzzDateArithmetic(f *testing.F) {
+	f.Add(2024, 2, 29, 1)
+	f.Add(2026, 12, 31, 31)
+	f.Add(2015, 1, 1, -1)
+	f.Add(2099, 12, 31, -365)
+	f.Fuzz(func(t *testing.T, y, m, d, n int) {
+		y = 2015 + abs(y)%85
+		m = 1 + abs(m)%12
+		d = 1 + abs(d)%daysIn(y, time.Month(m))
+		n %= 3000
+		day := Date{y, time.Month(m), d}
+		if got, ok := ParseDate(day.String()); !ok || got != day {
+			t.Fatalf("round trip %v: %v %v", day, got, ok)
+		}
+		moved := day.AddDays(n)
+		if moved.DaysUntil(day) != -n || moved.AddDays(-n) != day {
+			t.Fatalf("%v + %d = %v does not go back", day, n, moved)
+		}
+		start := day.Start()
+		if start.Hour() != 21 || start.Minute() != 0 || DateOf(start) != day || DateOf(start.Add(-time.Nanosecond)) != day.AddDays(-1) {
+			t.Fatalf("%v starts at %v", day, start)
+		}
+		if got := day.AddDays(1).Start().Sub(start); got != 24*time.Hour {
+			t.Fatalf("%v lasts %v", day, got)
+		}
+		month := Month{y, time.Month(m)}
+		if month.Last().AddDays(1) != month.AddMonths(1).First() || month.End() != month.AddMonths(1).Start() {
+			t.Fatalf("month %v bounds", month)
+		}
+	})
+}
+
+func abs(n int) int {
+	if n < 0 {
+		if n == -n { // math.MinInt
+			return 0
+		}
+		return -n
+	}
+	return n
+}

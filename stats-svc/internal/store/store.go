@@ -1,0 +1,407 @@
+// Package store reads the reports database (never writes it) and composes
+// answers from it: it is the uncached source the cache decorates.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"regexp"
+	"time"
+
+	"gorm.io/gorm"
+
+	"forumstats.local/shared/db"
+	"forumstats.local/shared/reports"
+	"forumstats.local/stats-svc/internal/query"
+	"forumstats.local/stats-svc/internal/report"
+)
+
+// Store answers statistics and icons requests from the database.
+type Store struct {
+	db       *gorm.DB
+	links    report.Links
+	postgres bool
+	// splits bounds the aggregates running on a second connection: a
+	// request holding its first connection never waits for a second one
+	// unless it holds a slot, so the pool cannot deadlock.
+	splits chan struct{}
+}
+
+// New returns a Store over a migrated reports database.
+func New(gdb *gorm.DB, links report.Links) *Store {
+	// Fewer slots than connections: some request without a slot can always
+	// finish and free its connection.
+	slots := 4
+	if sqlDB, err := gdb.DB(); err == nil {
+		if n := sqlDB.Stats().MaxOpenConnections; n > 0 {
+			slots = min(slots, n-1)
+		}
+	}
+	return &Store{db: gdb, links: links, postgres: db.IsPostgres(gdb), splits: make(chan struct{}, max(slots, 0))}
+}
+
+// Generation returns the current data generation.
+func (s *Store) Generation(ctx context.Context) (int64, error) {
+	return reports.Generation(ctx, s.db)
+}
+
+// Statistics composes the statistics answer for q at the moment now.
+func (s *Store) Statistics(ctx context.Context, q query.Query, now time.Time) (report.Answer, error) {
+	var out report.Answer
+	err := s.read(ctx, func(tx *gorm.DB) error {
+		st, err := loadState(tx)
+		if err != nil {
+			return err
+		}
+		servers, err := s.loadServers(tx, q.Server)
+		if err != nil {
+			return err
+		}
+		data := report.Data{RefreshMinutes: st.RefreshMinutes, Servers: servers}
+		if len(servers) > 0 {
+			// All servers need no filter: rows of servers that left the
+			// catalog are few, and the composer ignores them.
+			var guild string
+			if q.Server != "" {
+				guild = servers[0].GuildID
+			}
+			if q.Composite() {
+				err = s.loadDays(ctx, tx, &data, guild, q)
+			} else {
+				err = s.loadMonth(tx, &data, guild, q.Month.String())
+			}
+			if err != nil {
+				return err
+			}
+		}
+		a, err := report.Statistics(q, now, data, s.links)
+		a.Generation = st.Generation
+		out = a
+		return err
+	})
+	return out, err
+}
+
+// Icons composes the icons answer for one server, or all when server is "".
+func (s *Store) Icons(ctx context.Context, server string) (report.Answer, error) {
+	var out report.Answer
+	err := s.read(ctx, func(tx *gorm.DB) error {
+		st, err := loadState(tx)
+		if err != nil {
+			return err
+		}
+		servers, err := s.loadServers(tx, server)
+		if err != nil {
+			return err
+		}
+		a, err := report.Icons(servers, server != "", s.links)
+		a.Generation = st.Generation
+		out = a
+		return err
+	})
+	return out, err
+}
+
+// read runs fn on one consistent view. On PostgreSQL that is a read-only
+// repeatable-read transaction, so the generation read first names exactly the
+// data read after it. SQLite (one connection, BEGIN IMMEDIATE per the shared
+// DSN, which would block the collector) reads without one: the generation is
+// still read first, so the data is never older than the generation it is
+// cached under.
+func (s *Store) read(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	tx := s.db.WithContext(ctx)
+	if !s.postgres {
+		return fn(tx)
+	}
+	return tx.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec(workMem).Error; err != nil {
+			return err
+		}
+		return fn(tx)
+	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+}
+
+// workMem lets the channel aggregate hash in memory: with the default 4 MB
+// the planner, misjudging the number of groups, sorts 155k rows on disk.
+const workMem = "SET LOCAL work_mem = '64MB'"
+
+type state struct {
+	RefreshMinutes int
+	Generation     int64
+}
+
+func loadState(tx *gorm.DB) (state, error) {
+	var st state
+	res := tx.Raw("SELECT refresh_minutes, generation FROM collector_state WHERE id = 1").Scan(&st)
+	if res.Error != nil {
+		return st, fmt.Errorf("read collector state: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return st, fmt.Errorf("read collector state: no row (database not migrated?)")
+	}
+	return st, nil
+}
+
+type serverRow struct {
+	Number      int
+	Name        string
+	GuildID     string
+	Icon        *string
+	Banner      *string
+	BannerKnown *bool
+}
+
+const serversSQL = `SELECT c.number, c.name, c.guild_id, g.icon, g.banner, g.banner_known
+FROM catalog_servers c LEFT JOIN guilds g ON g.guild_id = c.guild_id`
+
+// loadServers returns the catalog ordered by number, or the one server the
+// parameter names: an exact guildId match first, else the catalog number.
+func (s *Store) loadServers(tx *gorm.DB, server string) ([]report.Server, error) {
+	var rows []serverRow
+	var err error
+	switch n, isNumber := query.ServerNumber(server); {
+	case server == "":
+		err = tx.Raw(serversSQL + " ORDER BY c.number").Scan(&rows).Error
+	case isNumber:
+		err = tx.Raw(serversSQL+" WHERE c.guild_id = ? OR c.number = ?", server, n).Scan(&rows).Error
+	default:
+		err = tx.Raw(serversSQL+" WHERE c.guild_id = ?", server).Scan(&rows).Error
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read catalog: %w", err)
+	}
+	if server != "" {
+		if len(rows) == 0 {
+			return nil, report.ErrServerNotFound
+		}
+		// Both a guildId and a number may match (different servers): guildId wins.
+		pick := rows[0]
+		for _, r := range rows {
+			if r.GuildID == server {
+				pick = r
+			}
+		}
+		rows = []serverRow{pick}
+	}
+	out := make([]report.Server, len(rows))
+	for i, r := range rows {
+		out[i] = report.Server{Number: r.Number, Name: r.Name, GuildID: r.GuildID, Icon: r.Icon, Banner: r.Banner,
+			BannerKnown: r.BannerKnown != nil && *r.BannerKnown}
+	}
+	return out, nil
+}
+
+type reportRow struct {
+	GuildID       string
+	Period        string
+	GeneratedAt   time.Time
+	Status        string
+	ErrorCode     *string
+	ErrorMessage  *string
+	TotalMessages int64
+}
+
+type channelRow struct {
+	GuildID  string
+	ID       string
+	Name     string
+	Messages int64
+}
+
+func toStored(rows []reportRow) []report.Stored {
+	out := make([]report.Stored, len(rows))
+	for i, r := range rows {
+		out[i] = report.Stored(r)
+	}
+	return out
+}
+
+func toChannels(rows []channelRow) []report.Channel {
+	out := make([]report.Channel, len(rows))
+	for i, r := range rows {
+		out[i] = report.Channel(r)
+	}
+	return out
+}
+
+// loadMonth reads the monthly reports of month and their channels, by the
+// (month, guild_id) indexes (or the primary keys for one server).
+func (s *Store) loadMonth(tx *gorm.DB, data *report.Data, guild, month string) error {
+	filter, args := guildFilter(guild, month)
+	reps, err := scanAll(tx.Raw(`SELECT guild_id, month, generated_at, status, error_code, error_message, total_messages
+FROM monthly_reports WHERE month = ?`+filter, args...), scanReport)
+	if err != nil {
+		return fmt.Errorf("read monthly reports: %w", err)
+	}
+	chans, err := scanAll(tx.Raw(`SELECT guild_id, channel_id, name, messages
+FROM monthly_channel_counts WHERE month = ?`+filter, args...), scanChannel)
+	if err != nil {
+		return fmt.Errorf("read monthly channels: %w", err)
+	}
+	data.Reports, data.Channels = toStored(reps), toChannels(chans)
+	return nil
+}
+
+// loadDays reads the daily reports of from..to (at most 31 per server, small
+// rows) and the channel sums, aggregated in the database: an all-servers
+// range is up to 155k channel rows that must not travel to Go.
+func (s *Store) loadDays(ctx context.Context, tx *gorm.DB, data *report.Data, guild string, q query.Query) error {
+	var other chan partResult
+	from, to := q.From, q.To
+	if s.postgres && guild == "" && from.DaysUntil(to)+1 >= splitDays && s.trySplit() {
+		defer func() { <-s.splits }()
+		// A long all-servers range is aggregated in two halves at once, on
+		// two connections sharing this transaction's snapshot, so that the
+		// answer stays consistent with the generation read above.
+		var snap string
+		if err := tx.Raw("SELECT pg_export_snapshot()").Scan(&snap).Error; err != nil {
+			return fmt.Errorf("export snapshot: %w", err)
+		}
+		if !snapshotID.MatchString(snap) {
+			return fmt.Errorf("export snapshot: unexpected id %q", snap)
+		}
+		mid := from.AddDays(from.DaysUntil(to) / 2)
+		secondFrom, secondTo := mid.AddDays(1).String(), to.String()
+		other = make(chan partResult, 1)
+		go func() {
+			var r partResult
+			r.err = s.db.WithContext(ctx).Transaction(func(tx2 *gorm.DB) error {
+				// Must be the transaction's first statement; the id was checked above.
+				if err := tx2.Exec("SET TRANSACTION SNAPSHOT '" + snap + "'").Error; err != nil {
+					return fmt.Errorf("import snapshot: %w", err)
+				}
+				if err := tx2.Exec(workMem).Error; err != nil {
+					return err
+				}
+				r.rows, r.err = channelSums(tx2, guild, secondFrom, secondTo)
+				return r.err
+			}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+			other <- r
+		}()
+		to = mid
+	}
+
+	filter, args := guildFilter(guild, q.From.String(), q.To.String())
+	reps, err := scanAll(tx.Raw(`SELECT guild_id, day, generated_at, status, error_code, error_message, total_messages
+FROM daily_reports WHERE day BETWEEN ? AND ?`+filter, args...), scanReport)
+	if err != nil {
+		err = fmt.Errorf("read daily reports: %w", err)
+	}
+	var chans []channelRow
+	if err == nil {
+		chans, err = channelSums(tx, guild, from.String(), to.String())
+	}
+	if other != nil {
+		r := <-other // always waited for: the exported snapshot lives as long as tx
+		if err == nil && r.err != nil {
+			err = r.err
+		}
+		chans = mergeChannels(chans, r.rows)
+	}
+	if err != nil {
+		return err
+	}
+	for i := range chans {
+		if len(chans[i].Name) >= len("YYYY-MM-DD") {
+			chans[i].Name = chans[i].Name[len("YYYY-MM-DD"):]
+		}
+	}
+	data.Reports, data.Channels = toStored(reps), toChannels(chans)
+	return nil
+}
+
+// splitDays is the shortest range aggregated in two parallel halves.
+const splitDays = 8
+
+func (s *Store) trySplit() bool {
+	select {
+	case s.splits <- struct{}{}:
+		return true
+	default:
+		return false // busy: aggregate on this connection alone
+	}
+}
+
+var snapshotID = regexp.MustCompile(`^[0-9A-Fa-f-]+$`)
+
+type partResult struct {
+	rows []channelRow
+	err  error
+}
+
+// channelSums sums each channel over from..to. Name is MAX(day || name): the
+// name of the newest day, days being fixed-width text (the caller strips the
+// day). The covering index (day, guild_id, channel_id, messages, name) makes
+// it an index-only scan.
+func channelSums(tx *gorm.DB, guild, from, to string) ([]channelRow, error) {
+	newest := "MAX(day || name)"
+	if db.IsPostgres(tx) {
+		// Byte order, whatever the database collation: cheaper, and the day prefix decides.
+		newest = `MAX((day || name) COLLATE "C")`
+	}
+	filter, args := guildFilter(guild, from, to)
+	chans, err := scanAll(tx.Raw(`SELECT guild_id, channel_id, `+newest+`, CAST(SUM(messages) AS BIGINT)
+FROM daily_channel_counts WHERE day BETWEEN ? AND ?`+filter+`
+GROUP BY guild_id, channel_id`, args...), scanChannel)
+	if err != nil {
+		return nil, fmt.Errorf("read daily channels: %w", err)
+	}
+	return chans, nil
+}
+
+// guildFilter restricts a query to one server ("" = all) after its own args.
+func guildFilter(guild string, args ...any) (string, []any) {
+	if guild == "" {
+		return "", args
+	}
+	return " AND guild_id = ?", append(args, guild)
+}
+
+func scanReport(rows *sql.Rows, r *reportRow) error {
+	return rows.Scan(&r.GuildID, &r.Period, &r.GeneratedAt, &r.Status, &r.ErrorCode, &r.ErrorMessage, &r.TotalMessages)
+}
+
+func scanChannel(rows *sql.Rows, r *channelRow) error {
+	return rows.Scan(&r.GuildID, &r.ID, &r.Name, &r.Messages)
+}
+
+// scanAll runs a query and scans each row with scan: the hot queries return
+// thousands of rows, for which GORM's reflective Scan costs several ms.
+func scanAll[T any](q *gorm.DB, scan func(*sql.Rows, *T) error) ([]T, error) {
+	rows, err := q.Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var r T
+		if err := scan(rows, &r); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// mergeChannels adds the sums of b into a; names still carry their day.
+func mergeChannels(a, b []channelRow) []channelRow {
+	type key struct{ guild, id string }
+	at := make(map[key]int, len(a))
+	for i, r := range a {
+		at[key{r.GuildID, r.ID}] = i
+	}
+	for _, r := range b {
+		i, ok := at[key{r.GuildID, r.ID}]
+		if !ok {
+			a = append(a, r)
+			continue
+		}
+		a[i].Messages += r.Messages
+		if r.Name > a[i].Name {
+			a[i].Name = r.Name
+		}
+	}
+	return a
+}
