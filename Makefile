@@ -31,21 +31,40 @@ run: build ## Run everything locally on the embedded database (no Docker, no tok
 test: lint ## Run every test (needs PostgreSQL and Redis: local ports, TEST_POSTGRES_URL/TEST_REDIS_URL, or Docker)
 	$(GO) test -race -count=1 -timeout 14m $(PKGS)
 
+.PHONY: bench
+bench: ## The three benchmarks (PostgreSQL on 127.0.0.1:5432 and pgbench); each prints its figures
+	$(GO) run forumstats.local/stats-svc/cmd/stats-bench
+	$(GO) run forumstats.local/collector-svc/cmd/collector-bench
+	$(GO) run forumstats.local/forum-svc/cmd/forum-bench
+
+.PHONY: load
+load: ## Load: each service at 64 connections for 60 s (LOAD_DURATION, LOAD_CONCURRENCY); zero errors
+	$(GO) test -tags load -run '^TestLoad' -v -count=1 -timeout 15m ./tools/systest/
+
+.PHONY: faults
+faults: ## Bad input, faults and security against the built services on private PostgreSQL/Redis (~3 min)
+	$(GO) test -tags faults -v -count=1 -timeout 15m ./tools/systest/
+
+.PHONY: fuzz
+fuzz: ## Run every FuzzXxx in the workspace for a few seconds each (FUZZTIME, default 5s)
+	$(GO) run ./tools/cmd/fuzzall -fuzztime $${FUZZTIME:-5s}
+
 .PHONY: lint
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $(MODULES) 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
 .PHONY: migrate
-migrate: build ## Apply migrations to DATABASE_URL (forum database: FORUM_DATABASE_URL, reports: STATS_DATABASE_URL)
-	$(BIN)/forum-svc migrate
-	DATABASE_URL=$${STATS_DATABASE_URL:-$${DATABASE_URL:-sqlite:./data/stats.db}} $(BIN)/stats-svc migrate
+migrate: build ## Apply migrations: FORUM_DATABASE_URL (forum) and STATS_DATABASE_URL (reports); SQLite defaults
+	DATABASE_URL=$${FORUM_DATABASE_URL:-sqlite:./data/forum.db} $(BIN)/forum-svc migrate
+	DATABASE_URL=$${STATS_DATABASE_URL:-sqlite:./data/stats.db} $(BIN)/stats-svc migrate
 
 .PHONY: up
-up: ## docker compose up (uses the fake Discord when DISCORD_TOKEN is empty)
-	@if [ -z "$$DISCORD_TOKEN" ]; then docker compose --profile fake-discord up -d --build; \
-	else docker compose up -d --build; fi
+up: ## docker compose up: the fake Discord without DISCORD_TOKEN; with it, set COLLECTOR_CATALOG to your catalog
+	@if [ -z "$$DISCORD_TOKEN" ]; then docker compose --profile fake-discord up -d --build --wait; \
+	elif [ -z "$$COLLECTOR_CATALOG" ]; then echo "DISCORD_TOKEN is set: set COLLECTOR_CATALOG=path/to/catalog.json too" >&2; exit 1; \
+	else DISCORD_API_BASE=$${DISCORD_API_BASE:-https://discord.com/api/v10} docker compose up -d --build --wait; fi
 
 .PHONY: down
-down: ## docker compose down
-	docker compose --profile fake-discord down
+down: ## docker compose down (keeps the database volume; add -v to drop it)
+	docker compose --profile fake-discord down --remove-orphans

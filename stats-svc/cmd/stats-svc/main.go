@@ -7,6 +7,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -89,7 +91,10 @@ func serve(ctx context.Context, cfg config.Common, cdn string, gdb *gorm.DB, log
 	if redisClient != nil {
 		defer redisClient.Close()
 	}
-	reportsCache := cache.New(store.New(gdb, report.Links{CDN: cdn}), redisClient, cache.Options{Logger: log})
+	reportsCache := cache.New(store.New(gdb, report.Links{CDN: cdn}), redisClient, cache.Options{
+		Logger:    log,
+		KeyPrefix: cacheKeyPrefix(cfg.DatabaseURL, cdn),
+	})
 	if err := reportsCache.Refresh(ctx); err != nil {
 		log.Warn("cannot read the data generation yet", "err", err)
 	}
@@ -108,6 +113,14 @@ func serve(ctx context.Context, cfg config.Common, cdn string, gdb *gorm.DB, log
 	httpapi.Register(e, reportsCache, time.Now)
 	log.Info("stats-svc starting", "addr", cfg.HTTPAddr, "redis", redisClient != nil, "cdn", cdn)
 	return server.Run(ctx, e, cfg.HTTPAddr, log)
+}
+
+// cacheKeyPrefix namespaces the shared Redis cache by what an answer depends on besides the
+// query and the generation: two deployments on different databases (whose generation numbers
+// may coincide) or with different CDN bases never serve each other's bodies.
+func cacheKeyPrefix(databaseURL, cdn string) string {
+	sum := sha256.Sum256([]byte(databaseURL + "\x00" + cdn))
+	return "stats:v1:" + hex.EncodeToString(sum[:6]) + ":"
 }
 
 func cdnBase(s string) (string, error) {

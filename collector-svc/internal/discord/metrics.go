@@ -1,0 +1,30 @@
+package discord
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// Wait reasons of collector_discord_wait_seconds_total.
+const (
+	waitPacing     = "pacing"       // global requests-per-second cap
+	waitBucket     = "bucket"       // X-RateLimit-Remaining reached 0
+	waitRetryAfter = "retry_after"  // after a 429 (route or global)
+	waitIndex      = "index_warmup" // 202 code 110000
+	waitBackoff    = "backoff"      // 5xx and network errors
+)
+
+var (
+	metricRequests = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "collector_discord_requests_total",
+		Help: "Requests sent to Discord, by templated route and HTTP status (\"error\" for transport failures).",
+	}, []string{"route", "status"})
+	metricRateLimited = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "collector_discord_rate_limited_total",
+		Help: "HTTP 429 answers received from Discord, by scope (global, user, shared).",
+	}, []string{"scope"})
+	metricWait = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "collector_discord_wait_seconds_total",
+		Help: "Time requests spent waiting before being sent, by reason.",
+	}, []string{"reason"})
+)

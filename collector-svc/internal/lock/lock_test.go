@@ -1,0 +1,152 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"forumstats.local/shared/db"
+	"forumstats.local/shared/reports"
+	"forumstats.local/shared/testutil"
+)
+
+var pgURL string
+
+func TestMain(m *testing.M) {
+	u, cleanup, err := testutil.PackageDB(reports.Migrations)
+	if err != nil {
+		panic(err)
+	}
+	pgURL = u
+	code := m.Run()
+	cleanup()
+	testutil.CleanupContainers()
+	os.Exit(code)
+}
+
+func open(t *testing.T, url string) *gorm.DB {
+	t.Helper()
+	gdb, err := db.Open(context.Background(), url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if sqlDB, err := gdb.DB(); err == nil {
+			sqlDB.Close()
+		}
+	})
+	return gdb
+}
+
+// pair returns two locks on the same database, as two processes would hold them.
+func pair(t *testing.T, url string) (*Lock, *Lock) {
+	t.Helper()
+	a, err := New(open(t, url), url, 50*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(open(t, url), url, 50*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Release(); b.Release() })
+	return a, b
+}
+
+func TestOneHolder(t *testing.T) {
+	for name, url := range map[string]string{
+		"postgres": pgURL,
+		"sqlite":   "sqlite:" + filepath.Join(t.TempDir(), "stats.db"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			a, b := pair(t, url)
+			if ok, err := a.TryAcquire(ctx); !ok || err != nil {
+				t.Fatalf("first: %v %v", ok, err)
+			}
+			if ok, err := b.TryAcquire(ctx); ok || err != nil {
+				t.Fatalf("second took a held lock: %v %v", ok, err)
+			}
+			if err := a.Check(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Check(ctx); !errors.Is(err, ErrLost) {
+				t.Fatalf("standby's check: %v", err)
+			}
+			// The standby blocks in Acquire until the holder lets go.
+			acquired := make(chan error, 1)
+			go func() { acquired <- b.Acquire(ctx) }()
+			select {
+			case err := <-acquired:
+				t.Fatalf("standby acquired a held lock: %v", err)
+			case <-time.After(200 * time.Millisecond):
+			}
+			a.Release()
+			select {
+			case err := <-acquired:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("standby did not take over")
+			}
+			if ok, _ := a.TryAcquire(ctx); ok {
+				t.Fatal("the old holder took the lock back while the standby holds it")
+			}
+		})
+	}
+}
+
+// TestConnectionLoss: when the holder's session ends (as when its process dies), the lock is
+// free for the standby, and the old holder's Check says it lost it.
+func TestConnectionLoss(t *testing.T) {
+	ctx := context.Background()
+	a, b := pair(t, pgURL)
+	if ok, err := a.TryAcquire(ctx); !ok || err != nil {
+		t.Fatalf("%v %v", ok, err)
+	}
+	var pid int
+	if err := a.conn.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	admin := open(t, pgURL)
+	if err := admin.Exec("SELECT pg_terminate_backend(?)", pid).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Check(ctx); !errors.Is(err, ErrLost) {
+		t.Fatalf("check after the session ended: %v", err)
+	}
+	ctx2, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := b.Acquire(ctx2); err != nil {
+		t.Fatalf("standby did not take over: %v", err)
+	}
+	a.Release() // releasing a lost lock is harmless
+	if err := b.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAcquireHonoursContext(t *testing.T) {
+	a, b := pair(t, pgURL)
+	if ok, _ := a.TryAcquire(context.Background()); !ok {
+		t.Fatal("not acquired")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	if err := b.Acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestNewRejectsUnknownSQLitePath(t *testing.T) {
+	gdb := open(t, "sqlite:"+filepath.Join(t.TempDir(), "x.db"))
+	if _, err := New(gdb, "postgres://elsewhere", time.Second, nil); err == nil {
+		t.Fatal("accepted a URL that names no SQLite file")
+	}
+}

@@ -1,0 +1,426 @@
+// Package store writes the reports database (shared/reports): the catalog, guild metadata,
+// whole reports, stale marks and the collector's state, and imports and exports the contract's
+// file. Every write that changes what stats-svc serves bumps the data generation in the same
+// transaction and announces it on Redis after the commit.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"forumstats.local/collector-svc/internal/catalog"
+	"forumstats.local/collector-svc/internal/window"
+	"forumstats.local/shared/db"
+	"forumstats.local/shared/reports"
+)
+
+// batchSize bounds the rows of one INSERT: a few thousand bind parameters, well under the
+// limits of both PostgreSQL (65535) and SQLite (32766).
+const batchSize = 500
+
+// Store is the collector's access to the reports database.
+type Store struct {
+	db       *gorm.DB
+	rdb      *redis.Client // nil: no Redis, readers poll the generation
+	log      *slog.Logger
+	postgres bool
+}
+
+// New returns a Store over a migrated reports database. rdb may be nil.
+func New(gdb *gorm.DB, rdb *redis.Client, log *slog.Logger) *Store {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Store{db: gdb, rdb: rdb, log: log, postgres: db.IsPostgres(gdb)}
+}
+
+// Report is a whole report as a pass writes it: always status ok, without error.
+type Report struct {
+	Kind          window.Kind
+	GuildID       string
+	Period        string // window.Window.Label
+	GeneratedAt   time.Time
+	TotalMessages int64
+	Channels      []Channel
+}
+
+// Channel is one channel's count.
+type Channel struct {
+	ID       string
+	Name     string
+	Messages int64
+}
+
+// write runs fn in a transaction; bump (for fn) increments the data generation, which is
+// published once the transaction has committed.
+func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB, bump func() error) error) error {
+	var gen int64
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		return fn(tx, func() error {
+			g, err := reports.BumpGeneration(tx)
+			gen = g
+			return err
+		})
+	})
+	if err != nil {
+		return err
+	}
+	if gen != 0 {
+		s.publish(ctx, gen)
+	}
+	return nil
+}
+
+func (s *Store) publish(ctx context.Context, gen int64) {
+	if err := reports.PublishGeneration(ctx, s.rdb, gen); err != nil {
+		// Readers also poll the generation in the database: a lost announcement only delays them.
+		s.log.Warn("cannot announce the data generation on Redis", "generation", gen, "err", err)
+	}
+}
+
+// storedTime is how an instant is written: UTC, at the microsecond precision of PostgreSQL,
+// so that what an export reads back equals what was written, in both dialects.
+func storedTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// Catalog returns the configured servers ordered by number.
+func (s *Store) Catalog(ctx context.Context) ([]catalog.Entry, error) {
+	var rows []reports.CatalogServer
+	if err := s.db.WithContext(ctx).Order("number").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read catalog: %w", err)
+	}
+	out := make([]catalog.Entry, len(rows))
+	for i, r := range rows {
+		out[i] = catalog.Entry{Number: r.Number, Name: r.Name, GuildID: r.GuildID}
+	}
+	return out, nil
+}
+
+// SyncCatalog replaces the catalog with entries (already validated) in one transaction. It
+// writes nothing when the catalog is already equal, so that a pass does not disturb readers'
+// caches for nothing.
+func (s *Store) SyncCatalog(ctx context.Context, entries []catalog.Entry) error {
+	return s.write(ctx, func(tx *gorm.DB, bump func() error) error {
+		var current []reports.CatalogServer
+		if err := tx.Order("number").Find(&current).Error; err != nil {
+			return fmt.Errorf("read catalog: %w", err)
+		}
+		if sameCatalog(current, entries) {
+			return nil
+		}
+		if err := replaceCatalog(tx, entries); err != nil {
+			return err
+		}
+		return bump()
+	})
+}
+
+func sameCatalog(current []reports.CatalogServer, entries []catalog.Entry) bool {
+	if len(current) != len(entries) {
+		return false
+	}
+	byNumber := make(map[int]catalog.Entry, len(entries))
+	for _, e := range entries {
+		byNumber[e.Number] = e
+	}
+	for _, c := range current {
+		if e, ok := byNumber[c.Number]; !ok || e.Name != c.Name || e.GuildID != c.GuildID {
+			return false
+		}
+	}
+	return true
+}
+
+func replaceCatalog(tx *gorm.DB, entries []catalog.Entry) error {
+	if err := tx.Exec("DELETE FROM catalog_servers").Error; err != nil {
+		return fmt.Errorf("clear catalog: %w", err)
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	rows := make([]reports.CatalogServer, len(entries))
+	for i, e := range entries {
+		rows[i] = reports.CatalogServer{Number: e.Number, Name: e.Name, GuildID: e.GuildID}
+	}
+	if err := tx.CreateInBatches(rows, batchSize).Error; err != nil {
+		return fmt.Errorf("write catalog: %w", err)
+	}
+	return nil
+}
+
+// SaveGuild records a guild's current icon and banner (nil: none), fetched at at.
+func (s *Store) SaveGuild(ctx context.Context, guildID string, icon, banner *string, at time.Time) error {
+	return s.write(ctx, func(tx *gorm.DB, bump func() error) error {
+		var old reports.Guild
+		res := tx.Where("guild_id = ?", guildID).Limit(1).Find(&old)
+		if res.Error != nil {
+			return fmt.Errorf("read guild %s: %w", guildID, res.Error)
+		}
+		at := storedTime(at)
+		g := reports.Guild{GuildID: guildID, Icon: icon, Banner: banner, BannerKnown: true, MetadataAt: &at}
+		if err := upsertGuilds(tx, []reports.Guild{g}); err != nil {
+			return err
+		}
+		// metadata_at alone is not served: only a visible change needs a new generation.
+		if res.RowsAffected == 1 && old.BannerKnown && equal(old.Icon, icon) && equal(old.Banner, banner) {
+			return nil
+		}
+		return bump()
+	})
+}
+
+func equal(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func upsertGuilds(tx *gorm.DB, rows []reports.Guild) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	err := tx.Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "guild_id"}},
+		DoUpdates: clause.AssignmentColumns([]string{"icon", "banner", "banner_known", "metadata_at"}),
+	}).CreateInBatches(rows, batchSize).Error
+	if err != nil {
+		return fmt.Errorf("write guild metadata: %w", err)
+	}
+	return nil
+}
+
+// SaveReport writes a whole report, status ok: the report row replaces any earlier one and its
+// channel rows replace the earlier channels, in one transaction with the generation bump.
+func (s *Store) SaveReport(ctx context.Context, r Report) error {
+	return s.write(ctx, func(tx *gorm.DB, bump func() error) error {
+		st := stored{
+			GuildID: r.GuildID, Period: r.Period, GeneratedAt: storedTime(r.GeneratedAt),
+			Status: reports.StatusOK, TotalMessages: r.TotalMessages, Channels: r.Channels,
+		}
+		if err := writeReports(tx, r.Kind, []stored{st}); err != nil {
+			return err
+		}
+		return bump()
+	})
+}
+
+// stored is a report in the form both the pass and the import write.
+type stored struct {
+	GuildID, Period string
+	GeneratedAt     time.Time
+	Status          string
+	ErrorCode       *string
+	ErrorMessage    *string
+	TotalMessages   int64
+	Channels        []Channel
+}
+
+type tables struct{ reports, channels, period string }
+
+func tablesOf(k window.Kind) tables {
+	if k == window.Month {
+		return tables{"monthly_reports", "monthly_channel_counts", "month"}
+	}
+	return tables{"daily_reports", "daily_channel_counts", "day"}
+}
+
+// writeReports upserts the report rows, deletes their earlier channel rows (one statement per
+// guild) and inserts the new ones, all in batches.
+func writeReports(tx *gorm.DB, kind window.Kind, rs []stored) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	t := tablesOf(kind)
+	reportRows, channelRows := models(kind, rs)
+	err := tx.Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "guild_id"}, {Name: t.period}},
+		DoUpdates: clause.AssignmentColumns([]string{"generated_at", "status", "error_code", "error_message", "total_messages"}),
+	}).CreateInBatches(reportRows, batchSize).Error
+	if err != nil {
+		return fmt.Errorf("write %s: %w", t.reports, err)
+	}
+	periods := map[string][]string{}
+	var guilds []string
+	for _, r := range rs {
+		if _, ok := periods[r.GuildID]; !ok {
+			guilds = append(guilds, r.GuildID)
+		}
+		periods[r.GuildID] = append(periods[r.GuildID], r.Period)
+	}
+	for _, g := range guilds {
+		for ps := range chunks(periods[g], batchSize) {
+			q := "DELETE FROM " + t.channels + " WHERE guild_id = ? AND " + t.period + " IN ?"
+			if err := tx.Exec(q, g, ps).Error; err != nil {
+				return fmt.Errorf("clear %s: %w", t.channels, err)
+			}
+		}
+	}
+	if channelRows != nil {
+		if err := tx.CreateInBatches(channelRows, batchSize).Error; err != nil {
+			return fmt.Errorf("write %s: %w", t.channels, err)
+		}
+	}
+	return nil
+}
+
+// models converts to the GORM models of kind; the channel slice is nil when there is no channel.
+func models(kind window.Kind, rs []stored) (reportRows, channelRows any) {
+	n := 0
+	for _, r := range rs {
+		n += len(r.Channels)
+	}
+	if kind == window.Month {
+		reps, chans := make([]reports.MonthlyReport, 0, len(rs)), make([]reports.MonthlyChannelCount, 0, n)
+		for _, r := range rs {
+			reps = append(reps, reports.MonthlyReport{GuildID: r.GuildID, Month: r.Period, GeneratedAt: r.GeneratedAt, Status: r.Status,
+				ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, TotalMessages: r.TotalMessages})
+			for _, c := range r.Channels {
+				chans = append(chans, reports.MonthlyChannelCount{GuildID: r.GuildID, Month: r.Period, ChannelID: c.ID, Name: c.Name, Messages: c.Messages})
+			}
+		}
+		if n == 0 {
+			return reps, nil
+		}
+		return reps, chans
+	}
+	reps, chans := make([]reports.DailyReport, 0, len(rs)), make([]reports.DailyChannelCount, 0, n)
+	for _, r := range rs {
+		reps = append(reps, reports.DailyReport{GuildID: r.GuildID, Day: r.Period, GeneratedAt: r.GeneratedAt, Status: r.Status,
+			ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, TotalMessages: r.TotalMessages})
+		for _, c := range r.Channels {
+			chans = append(chans, reports.DailyChannelCount{GuildID: r.GuildID, Day: r.Period, ChannelID: c.ID, Name: c.Name, Messages: c.Messages})
+		}
+	}
+	if n == 0 {
+		return reps, nil
+	}
+	return reps, chans
+}
+
+func chunks[T any](s []T, n int) func(yield func([]T) bool) {
+	return func(yield func([]T) bool) {
+		for len(s) > 0 {
+			k := min(n, len(s))
+			if !yield(s[:k]) {
+				return
+			}
+			s = s[k:]
+		}
+	}
+}
+
+// MarkStale records that the refresh of an existing report failed: its counts and generatedAt
+// stay, its status becomes stale with the error. A report that does not exist stays missing;
+// the result says whether one was marked.
+func (s *Store) MarkStale(ctx context.Context, kind window.Kind, guildID, period, code, message string) (bool, error) {
+	t := tablesOf(kind)
+	marked := false
+	err := s.write(ctx, func(tx *gorm.DB, bump func() error) error {
+		res := tx.Exec("UPDATE "+t.reports+" SET status = ?, error_code = ?, error_message = ? WHERE guild_id = ? AND "+t.period+" = ?",
+			reports.StatusStale, code, message, guildID, period)
+		if res.Error != nil {
+			return fmt.Errorf("mark %s stale: %w", t.reports, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return nil
+		}
+		marked = true
+		return bump()
+	})
+	return marked, err
+}
+
+// MissingDays returns those of days (labels of one guild) that have no daily report.
+func (s *Store) MissingDays(ctx context.Context, guildID string, days []string) ([]string, error) {
+	if len(days) == 0 {
+		return nil, nil
+	}
+	var have []string
+	err := s.db.WithContext(ctx).Raw("SELECT day FROM daily_reports WHERE guild_id = ? AND day IN ?", guildID, days).Scan(&have).Error
+	if err != nil {
+		return nil, fmt.Errorf("read daily reports of %s: %w", guildID, err)
+	}
+	present := make(map[string]bool, len(have))
+	for _, d := range have {
+		present[d] = true
+	}
+	var missing []string
+	for _, d := range days {
+		if !present[d] {
+			missing = append(missing, d)
+		}
+	}
+	return missing, nil
+}
+
+// RecordPassStart records the start of a pass and the pause between passes that stats-svc
+// answers with. A changed pause changes every answer, so it bumps the generation.
+func (s *Store) RecordPassStart(ctx context.Context, start time.Time, refreshMinutes int) error {
+	return s.write(ctx, func(tx *gorm.DB, bump func() error) error {
+		changed, err := setRefreshMinutes(tx, refreshMinutes)
+		if err != nil {
+			return err
+		}
+		if err := tx.Exec("UPDATE collector_state SET pass_started_at = ? WHERE id = 1", storedTime(start)).Error; err != nil {
+			return fmt.Errorf("record pass start: %w", err)
+		}
+		if changed {
+			return bump()
+		}
+		return nil
+	})
+}
+
+func setRefreshMinutes(tx *gorm.DB, minutes int) (changed bool, err error) {
+	res := tx.Exec("UPDATE collector_state SET refresh_minutes = ? WHERE id = 1 AND refresh_minutes <> ?", minutes, minutes)
+	if res.Error != nil {
+		return false, fmt.Errorf("record refresh minutes: %w", res.Error)
+	}
+	return res.RowsAffected > 0, nil
+}
+
+// RecordPassEnd records when a pass finished and how: passErr nil makes it the last good pass.
+func (s *Store) RecordPassEnd(ctx context.Context, finish time.Time, passErr error) error {
+	finish = storedTime(finish)
+	q := s.db.WithContext(ctx)
+	var err error
+	if passErr == nil {
+		err = q.Exec("UPDATE collector_state SET pass_finished_at = ?, last_good_pass_at = ?, last_error = NULL WHERE id = 1", finish, finish).Error
+	} else {
+		err = q.Exec("UPDATE collector_state SET pass_finished_at = ?, last_error = ? WHERE id = 1", finish, passErr.Error()).Error
+	}
+	if err != nil {
+		return fmt.Errorf("record pass end: %w", err)
+	}
+	return nil
+}
+
+// State returns the collector's recorded state.
+func (s *Store) State(ctx context.Context) (reports.CollectorState, error) {
+	var st reports.CollectorState
+	res := s.db.WithContext(ctx).Where("id = 1").Limit(1).Find(&st)
+	if res.Error != nil {
+		return st, fmt.Errorf("read collector state: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return st, errors.New("read collector state: no row (database not migrated?)")
+	}
+	return st, nil
+}
+
+// readTx runs fn on one consistent view: a read-only repeatable-read transaction on
+// PostgreSQL; on SQLite a transaction (which, with the shared DSN, holds the write lock).
+func (s *Store) readTx(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if s.postgres {
+		return s.db.WithContext(ctx).Transaction(fn, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	}
+	return s.db.WithContext(ctx).Transaction(fn)
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"forumstats.local/forum-svc/internal/app"
+	"forumstats.local/forum-svc/internal/auth"
+	"forumstats.local/forum-svc/internal/ratelimit"
+	"forumstats.local/forum-svc/migrations"
+	"forumstats.local/shared/testutil"
+)
+
+// The test binary doubles as the command: with FORUM_SVC_RUN_MAIN=1 it runs main().
+func TestMain(m *testing.M) {
+	if os.Getenv("FORUM_SVC_RUN_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	code := m.Run()
+	testutil.CleanupContainers()
+	os.Exit(code)
+}
+
+// command runs the real command with args and the given DATABASE_URL.
+func command(t *testing.T, dbURL string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "FORUM_SVC_RUN_MAIN=1", "DATABASE_URL="+dbURL, "LOG_LEVEL=error")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code = 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func demoFile(t *testing.T) string {
+	p, err := filepath.Abs("../../demo/seed.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func dbs(t *testing.T, body func(t *testing.T, url string)) {
+	t.Run("postgres", func(t *testing.T) { body(t, testutil.NewDatabase(t, migrations.Set)) })
+	t.Run("sqlite", func(t *testing.T) { body(t, "sqlite:"+filepath.Join(t.TempDir(), "forum.db")) })
+}
+
+func oneLineError(t *testing.T, stderr string, code int, want string) {
+	t.Helper()
+	if code == 0 {
+		t.Fatalf("exit 0; want failure (%s)", want)
+	}
+	lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], want) {
+		t.Fatalf("stderr %q; want one line containing %q", stderr, want)
+	}
+}
+
+func TestCommands(t *testing.T) {
+	dbs(t, func(t *testing.T, url string) {
+		if out, errs, code := command(t, url, "migrate"); code != 0 || !strings.Contains(out, "up to date") {
+			t.Fatalf("migrate: %d %q %q", code, out, errs)
+		}
+		out, errs, code := command(t, url, "seed", "--file", demoFile(t))
+		if code != 0 || !strings.Contains(out, "4 users, 2 conversations, 27 messages") {
+			t.Fatalf("seed: %d %q %q", code, out, errs)
+		}
+
+		// apikey create prints the key once; it works at once through the service.
+		out, errs, code = command(t, url, "apikey", "create", "--type", "user", "--user-id", "1", "--scopes", "conversation:read,conversation:write")
+		if code != 0 {
+			t.Fatalf("apikey create: %d %q", code, errs)
+		}
+		newKey := strings.TrimSpace(out)
+		if len(newKey) < auth.MinKeyLength || strings.Contains(newKey, "\n") {
+			t.Fatalf("printed key %q", out)
+		}
+		gdb, err := app.OpenDB(context.Background(), url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer app.Close(gdb)
+		svc, err := app.NewService(gdb, nil, ratelimit.Config{PerMinute: 600, Burst: 60}, nil, app.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest("GET", "/api/conversations/10/messages", nil)
+		r.Header.Set(auth.HeaderAPIKey, newKey)
+		w := httptest.NewRecorder()
+		svc.Handler.ServeHTTP(w, r)
+		if w.Code != 200 {
+			t.Fatalf("created key: %d %s", w.Code, w.Body)
+		}
+		var stored int64
+		gdb.Raw("SELECT COUNT(*) FROM api_keys WHERE key_hash = ? AND key_type = 'user' AND user_id = 1", auth.Hash(newKey)).Scan(&stored)
+		if stored != 1 {
+			t.Fatal("created key not stored by its hash")
+		}
+		if _, _, code := command(t, url, "apikey", "create", "--type", "super", "--scopes", "conversation:read", "--expires-at", "4102444800"); code != 0 {
+			t.Fatal("super key with expiry refused")
+		}
+		if _, _, code := command(t, url, "apikey", "create", "--type", "guest", "--scopes", "conversation:read"); code != 0 {
+			t.Fatal("guest key refused")
+		}
+
+		// options set changes the page size the API uses.
+		if out, errs, code := command(t, url, "options", "set", "messagesPerPage", "7"); code != 0 || out != "messagesPerPage = 7\n" {
+			t.Fatalf("options set: %d %q %q", code, out, errs)
+		}
+		w = httptest.NewRecorder()
+		svc.Handler.ServeHTTP(w, r)
+		if !strings.Contains(w.Body.String(), `"per_page":7`) {
+			t.Fatalf("page size after options set: %s", w.Body)
+		}
+
+		// Refusals: non-zero, one line, nothing written.
+		bad := filepath.Join(t.TempDir(), "bad.json")
+		os.WriteFile(bad, []byte(`{"users": [{"user_id": 1, "username": "mallory"}], "conversations": [{"conversation_id": 10, "title": "x", "user_id": 1, "recipients": [99], "messages": []}]}`), 0o644)
+		_, errs, code = command(t, url, "seed", "--file", bad)
+		oneLineError(t, errs, code, "conversations[0].recipients[0]: user_id 99 does not exist")
+		var name string
+		gdb.Raw("SELECT username FROM users WHERE user_id = 1").Scan(&name)
+		if name != "alice" {
+			t.Fatalf("refused seed wrote: username %q", name)
+		}
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"seed"}, "--file is required"},
+			{[]string{"seed", "--file", "/no/such/file.json"}, "no such file"},
+			{[]string{"seed", "--nope"}, "flag provided but not defined"},
+			{[]string{"apikey", "create", "--type", "admin", "--scopes", "conversation:read"}, `type "admin"`},
+			{[]string{"apikey", "create", "--type", "user", "--scopes", "conversation:read"}, "a user key needs a positive user_id"},
+			{[]string{"apikey", "create", "--type", "user", "--user-id", "99", "--scopes", "conversation:read"}, "user 99 does not exist"},
+			{[]string{"apikey", "create", "--type", "guest", "--user-id", "1", "--scopes", "conversation:read"}, "a guest key has no user_id"},
+			{[]string{"apikey", "create", "--type", "guest", "--scopes", "everything"}, `scope "everything"`},
+			{[]string{"apikey", "create", "--type", "guest"}, "--scopes is required"},
+			{[]string{"apikey", "create", "--type", "guest", "--scopes", "conversation:read", "--expires-at", "5"}, "future Unix time"},
+			{[]string{"apikey", "delete"}, "usage"},
+			{[]string{"options", "set", "pageSize", "5"}, `unknown option "pageSize"`},
+			{[]string{"options", "set", "messagesPerPage", "0"}, "between 1 and 100"},
+			{[]string{"options", "set", "messagesPerPage", "ten"}, "not an integer"},
+			{[]string{"options", "get", "messagesPerPage"}, "usage"},
+			{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		} {
+			_, errs, code := command(t, url, c.args...)
+			oneLineError(t, errs, code, c.want)
+		}
+		var keys int64
+		gdb.Raw("SELECT COUNT(*) FROM api_keys").Scan(&keys)
+		if keys != 5+3 {
+			t.Fatalf("%d keys stored; refused commands must write nothing", keys)
+		}
+	})
+}
+
+func TestBadConfiguration(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "migrate")
+	cmd.Env = append(os.Environ(), "FORUM_SVC_RUN_MAIN=1", "RATE_LIMIT_PER_MINUTE=lots")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() == 0 {
+		t.Fatalf("bad RATE_LIMIT_PER_MINUTE accepted: %v", err)
+	}
+	oneLineError(t, errb.String(), 1, "RATE_LIMIT_PER_MINUTE")
+	cmd = exec.Command(os.Args[0], "migrate")
+	cmd.Env = append(os.Environ(), "FORUM_SVC_RUN_MAIN=1", "DATABASE_URL=mysql://x")
+	errb.Reset()
+	cmd.Stderr = &errb
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 {
+		t.Fatalf("bad DATABASE_URL accepted: %v", err)
+	}
+	oneLineError(t, errb.String(), 1, "DATABASE_URL")
+}

@@ -1,0 +1,159 @@
+// Package app wires forum-svc together from its configuration: database, Redis, rate limiter,
+// authenticator and HTTP handler. The command, the tests and the benchmark build the service
+// through it, so that they run the same thing.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+
+	"forumstats.local/forum-svc/internal/auth"
+	"forumstats.local/forum-svc/internal/conversation"
+	"forumstats.local/forum-svc/internal/httpapi"
+	"forumstats.local/forum-svc/internal/ratelimit"
+	"forumstats.local/forum-svc/internal/store"
+	"forumstats.local/forum-svc/migrations"
+	"forumstats.local/shared/config"
+	"forumstats.local/shared/db"
+	"forumstats.local/shared/migrate"
+	"forumstats.local/shared/rdb"
+	"forumstats.local/shared/server"
+)
+
+// Defaults of contract section 2.
+const (
+	DefaultAddr        = ":8081"
+	DefaultDatabaseURL = "sqlite:./data/forum.db"
+)
+
+// Config is forum-svc's configuration.
+type Config struct {
+	config.Common
+	RateLimit ratelimit.Config
+}
+
+// LoadConfig reads the environment: the common variables, RATE_LIMIT_PER_MINUTE (default 600)
+// and RATE_LIMIT_BURST (default a tenth of the minute's allowance, at least 1).
+func LoadConfig() (Config, error) {
+	common, err := config.LoadCommon(DefaultAddr, DefaultDatabaseURL)
+	if err != nil {
+		return Config{}, err
+	}
+	perMinute, err := config.Int("RATE_LIMIT_PER_MINUTE", 600)
+	if err != nil {
+		return Config{}, err
+	}
+	burst, err := config.Int("RATE_LIMIT_BURST", ratelimit.DefaultBurst(perMinute))
+	if err != nil {
+		return Config{}, err
+	}
+	rl := ratelimit.Config{PerMinute: perMinute, Burst: burst}
+	if err := rl.Validate(); err != nil {
+		return Config{}, err
+	}
+	return Config{Common: common, RateLimit: rl}, nil
+}
+
+// OpenDB opens the database of url and applies pending migrations.
+func OpenDB(ctx context.Context, url string, log *slog.Logger) (*gorm.DB, error) {
+	gdb, err := db.Open(ctx, url, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := Migrate(ctx, gdb, log); err != nil {
+		Close(gdb)
+		return nil, err
+	}
+	return gdb, nil
+}
+
+// Migrate applies forum-svc's pending migrations.
+func Migrate(ctx context.Context, gdb *gorm.DB, log *slog.Logger) error {
+	applied, err := migrate.Up(ctx, gdb, migrations.Set)
+	if err != nil {
+		return err
+	}
+	if log != nil {
+		for _, name := range applied {
+			log.Info("migration applied", "name", name)
+		}
+	}
+	return nil
+}
+
+// Close closes a database opened by OpenDB.
+func Close(gdb *gorm.DB) {
+	if sqlDB, err := gdb.DB(); err == nil {
+		_ = sqlDB.Close()
+	}
+}
+
+// Service is the assembled HTTP service.
+type Service struct {
+	Handler *echo.Echo
+	Store   *store.Store
+}
+
+// Options tune NewService beyond the configuration (tests use them).
+type Options struct {
+	Auth auth.Options
+	Now  func() time.Time
+}
+
+// NewService builds the HTTP service over an open database and an optional Redis client (nil:
+// in-process rate limits).
+func NewService(gdb *gorm.DB, rc *redis.Client, rl ratelimit.Config, log *slog.Logger, opts Options) (*Service, error) {
+	st, err := store.New(gdb)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Auth.Now == nil {
+		opts.Auth.Now = opts.Now
+	}
+	var limiter ratelimit.Limiter = ratelimit.NewLocal(rl, opts.Now)
+	ready := []server.Check{{Name: "database", Fn: db.Ping(gdb)}}
+	if rc != nil {
+		limiter = ratelimit.NewRedis(rc, rl, log)
+		// Redis is optional for correctness (the limiter falls back), so it is not a readiness check.
+	}
+	h := httpapi.New(httpapi.Deps{
+		Conversations: conversation.NewService(st, opts.Now),
+		Auth:          auth.New(st, opts.Auth),
+		Limiter:       limiter,
+		Logger:        log,
+		Ready:         ready,
+	})
+	return &Service{Handler: h, Store: st}, nil
+}
+
+// Serve runs `forum-svc serve` until ctx is done.
+func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
+	gdb, err := db.Open(ctx, cfg.DatabaseURL, log)
+	if err != nil {
+		return err
+	}
+	defer Close(gdb)
+	if cfg.MigrateOnStart {
+		if err := Migrate(ctx, gdb, log); err != nil {
+			return err
+		}
+	}
+	rc, err := rdb.Open(ctx, cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	if rc != nil {
+		defer rc.Close()
+	}
+	svc, err := NewService(gdb, rc, cfg.RateLimit, log, Options{})
+	if err != nil {
+		return fmt.Errorf("build service: %w", err)
+	}
+	return server.Run(ctx, svc.Handler, cfg.HTTPAddr, log)
+}

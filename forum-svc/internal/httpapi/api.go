@@ -1,0 +1,240 @@
+// Package httpapi is forum-svc's HTTP interface: the routes, the authentication middleware, the
+// single error table and the OpenAPI document.
+package httpapi
+
+import (
+	_ "embed"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"forumstats.local/forum-svc/internal/auth"
+	"forumstats.local/forum-svc/internal/conversation"
+	"forumstats.local/forum-svc/internal/ratelimit"
+	"forumstats.local/shared/server"
+)
+
+//go:embed openapi.json
+var openAPI []byte
+
+// OpenAPI returns the service's OpenAPI 3 document.
+func OpenAPI() []byte { return openAPI }
+
+// Deps are what the API serves from.
+type Deps struct {
+	Conversations *conversation.Service
+	Auth          *auth.Authenticator
+	Limiter       ratelimit.Limiter
+	Logger        *slog.Logger
+	Ready         []server.Check
+}
+
+type api struct {
+	conv    *conversation.Service
+	auth    *auth.Authenticator
+	limiter ratelimit.Limiter
+	allow   map[string]string // route path -> Allow header
+}
+
+// route is one endpoint. GET routes answer HEAD too. Routes with an {id} check it before anything
+// else (a malformed id is no route at all); routes with a scope then authenticate.
+type route struct {
+	method  string
+	path    string
+	scope   string
+	withID  bool
+	handler echo.HandlerFunc
+}
+
+func (a *api) routes() []route {
+	return []route{
+		{http.MethodGet, "/api/conversations/:id", auth.ScopeConversationRead, true, a.getConversation},
+		{http.MethodGet, "/api/conversations/:id/messages", auth.ScopeConversationRead, true, a.listMessages},
+		{http.MethodPost, "/api/conversations/:id/mark-read", auth.ScopeConversationWrite, true, a.markRead},
+		{http.MethodPost, "/api/conversations/:id/mark-unread", auth.ScopeConversationWrite, true, a.markUnread},
+		{http.MethodGet, "/api/conversation-messages/:id", auth.ScopeConversationRead, true, a.getMessage},
+		{http.MethodGet, "/api/openapi.json", "", false, serveOpenAPI},
+	}
+}
+
+// Request bodies are small forms; anything larger is refused with 413.
+const bodyLimit = "64K"
+
+// New returns the HTTP handler of forum-svc.
+func New(d Deps) *echo.Echo {
+	a := &api{conv: d.Conversations, auth: d.Auth, limiter: d.Limiter, allow: map[string]string{}}
+	e := server.New(server.Options{
+		Name:         "forum-svc",
+		Logger:       d.Logger,
+		ErrorHandler: a.errorHandler,
+		Ready:        d.Ready,
+		BodyLimit:    bodyLimit,
+	})
+	// Every route is served with and without a trailing slash.
+	e.Pre(middleware.RemoveTrailingSlash())
+	for _, r := range a.routes() {
+		var mw []echo.MiddlewareFunc
+		if r.withID {
+			mw = append(mw, parseID)
+		}
+		if r.scope != "" {
+			mw = append(mw, a.authenticate(r.scope))
+		}
+		methods := []string{r.method}
+		if r.method == http.MethodGet {
+			methods = append(methods, http.MethodHead)
+		}
+		e.Match(methods, r.path, r.handler, mw...)
+		// Without this, Echo answers OPTIONS itself (204); here it is a wrong method like any other.
+		e.OPTIONS(r.path, methodNotAllowed)
+		a.allow[r.path] = strings.Join(methods, ", ")
+	}
+	return e
+}
+
+// allowed is the Allow header of a route path (the shared probes are GET and HEAD).
+func (a *api) allowed(path string) string {
+	if v, ok := a.allow[path]; ok {
+		return v
+	}
+	return "GET, HEAD"
+}
+
+func methodNotAllowed(echo.Context) error { return echo.ErrMethodNotAllowed }
+
+const (
+	ctxID   = "forum.id"
+	ctxUser = "forum.user"
+)
+
+// parseID reads the {id} path parameter: a positive decimal integer, else the route does not
+// exist (404 endpoint_not_found), whatever the key.
+func parseID(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id, ok := conversation.ParseID(c.Param("id"))
+		if !ok {
+			return echo.ErrNotFound
+		}
+		c.Set(ctxID, id)
+		return next(c)
+	}
+}
+
+// authenticate runs the checks of contract section 3 in order: the key (present, known, usable),
+// its rate limit, the acting user, the scope and the registered-user rule. The object comes last,
+// in the handler.
+func (a *api) authenticate(scope string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			ctx := c.Request().Context()
+			h := c.Request().Header
+			key, err := a.auth.Key(ctx, h.Values(auth.HeaderAPIKey))
+			if err != nil {
+				return err
+			}
+			if d := a.limiter.Allow(ctx, key.Hash); !d.Allowed {
+				return &rateLimitedError{retryAfter: d.RetryAfterSeconds()}
+			}
+			userID, err := a.auth.Principal(ctx, key, h.Values(auth.HeaderAPIUser), scope)
+			if err != nil {
+				return err
+			}
+			c.Set(ctxUser, userID)
+			return next(c)
+		}
+	}
+}
+
+func ids(c echo.Context) (userID, id int64) {
+	return c.Get(ctxUser).(int64), c.Get(ctxID).(int64)
+}
+
+type success struct {
+	Success bool `json:"success"`
+}
+
+func (a *api) getConversation(c echo.Context) error {
+	userID, id := ids(c)
+	conv, err := a.conv.Conversation(c.Request().Context(), userID, id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, struct {
+		Conversation conversation.Conversation `json:"conversation"`
+	}{conv})
+}
+
+func (a *api) listMessages(c echo.Context) error {
+	userID, id := ids(c)
+	page, err := conversation.ParsePage(c.QueryParams()["page"])
+	if err != nil {
+		return err
+	}
+	p, err := a.conv.Messages(c.Request().Context(), userID, id, page)
+	if err != nil {
+		return err
+	}
+	return writePage(c, &p)
+}
+
+func (a *api) getMessage(c echo.Context) error {
+	userID, id := ids(c)
+	m, err := a.conv.Message(c.Request().Context(), userID, id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, struct {
+		Message conversation.Message `json:"message"`
+	}{m})
+}
+
+func (a *api) markRead(c echo.Context) error {
+	userID, id := ids(c)
+	if err := a.conv.MarkRead(c.Request().Context(), userID, id, c.FormValue("date")); err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, success{true})
+}
+
+func (a *api) markUnread(c echo.Context) error {
+	userID, id := ids(c)
+	if err := a.conv.MarkUnread(c.Request().Context(), userID, id); err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, success{true})
+}
+
+func serveOpenAPI(c echo.Context) error {
+	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(openAPI)))
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, openAPI)
+}
+
+// writeJSON sends v with a Content-Length: one write, no chunked encoding (a page of messages is
+// larger than net/http's pre-chunking buffer), and HEAD answers the same headers as GET.
+func writeJSON(c echo.Context, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(b)))
+	return c.Blob(status, echo.MIMEApplicationJSON, b)
+}
+
+// writePage is writeJSON for a page of messages, encoded by appendMessagePage into a pooled
+// buffer (the same bytes as writeJSON).
+func writePage(c echo.Context, p *conversation.MessagePage) error {
+	bp := getBuf()
+	defer putBuf(bp)
+	b, ok := appendMessagePage((*bp)[:0], p)
+	*bp = b
+	if !ok {
+		return writeJSON(c, http.StatusOK, p)
+	}
+	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(b)))
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
+}

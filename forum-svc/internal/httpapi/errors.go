@@ -1,0 +1,162 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"forumstats.local/forum-svc/internal/auth"
+	"forumstats.local/forum-svc/internal/conversation"
+	"forumstats.local/shared/server"
+)
+
+// Error codes (contract section 3), plus the few this service adds (documented in the README and
+// the OpenAPI document).
+const (
+	CodeNoAPIKey              = "no_api_key_in_request"
+	CodeAPIKeyNotFound        = "api_key_not_found"
+	CodeAPIKeyInactive        = "api_key_inactive"
+	CodeUserIDNotValid        = "user_id_not_valid"
+	CodeUserIDNotAllowed      = "user_id_not_allowed"
+	CodeMissingScope          = "missing_scope"
+	CodeLoginRequired         = "login_required"
+	CodeConversationNotFound  = "requested_conversation_not_found"
+	CodeMessageNotFound       = "requested_message_not_found"
+	CodeInvalidPage           = "invalid_page"
+	CodeInvalidDate           = "invalid_date"
+	CodeEndpointNotFound      = "endpoint_not_found"
+	CodeMethodNotAllowed      = "method_not_allowed"
+	CodeTooManyRequests       = "too_many_requests"
+	CodeRequestEntityTooLarge = "request_entity_too_large"
+	CodeServerError           = "server_error_occurred"
+)
+
+// ErrorBody is the body of every error response.
+type ErrorBody struct {
+	Errors []ErrorEntry `json:"errors"`
+}
+
+// ErrorEntry is one error: code for programs, message for people, params always an object.
+type ErrorEntry struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Params  map[string]any `json:"params"`
+}
+
+type errorSpec struct {
+	status  int
+	code    string
+	message string
+}
+
+// errorTable is the single mapping from domain and auth errors to HTTP.
+var errorTable = []struct {
+	err error
+	errorSpec
+}{
+	{auth.ErrNoAPIKey, errorSpec{http.StatusBadRequest, CodeNoAPIKey, "The Forum-Api-Key header is required."}},
+	{auth.ErrAPIKeyNotFound, errorSpec{http.StatusUnauthorized, CodeAPIKeyNotFound, "The API key is not known."}},
+	{auth.ErrAPIKeyInactive, errorSpec{http.StatusForbidden, CodeAPIKeyInactive, "The API key is inactive or has expired."}},
+	{auth.ErrUserIDNotValid, errorSpec{http.StatusForbidden, CodeUserIDNotValid, "Forum-Api-User must be the id of an existing user."}},
+	{auth.ErrUserIDNotAllowed, errorSpec{http.StatusForbidden, CodeUserIDNotAllowed, "This API key may not act as another user."}},
+	{auth.ErrLoginRequired, errorSpec{http.StatusForbidden, CodeLoginRequired, "This operation requires a registered user."}},
+	{conversation.ErrConversationNotFound, errorSpec{http.StatusNotFound, CodeConversationNotFound, "The requested conversation could not be found."}},
+	{conversation.ErrMessageNotFound, errorSpec{http.StatusNotFound, CodeMessageNotFound, "The requested message could not be found."}},
+	{conversation.ErrInvalidDate, errorSpec{http.StatusBadRequest, CodeInvalidDate, "date must be a non-negative integer of Unix seconds."}},
+}
+
+// Errors that carry parameters, and the ones the HTTP layer raises itself.
+var (
+	specMissingScope     = errorSpec{http.StatusForbidden, CodeMissingScope, "The API key lacks a scope this operation needs."}
+	specInvalidPage      = errorSpec{http.StatusBadRequest, CodeInvalidPage, "page must be a positive integer."}
+	specPagePastLast     = errorSpec{http.StatusBadRequest, CodeInvalidPage, "page is past the last page."}
+	specTooManyRequests  = errorSpec{http.StatusTooManyRequests, CodeTooManyRequests, "Too many requests for this API key; retry later."}
+	specEndpointNotFound = errorSpec{http.StatusNotFound, CodeEndpointNotFound, "The requested endpoint could not be found."}
+	specMethodNotAllowed = errorSpec{http.StatusMethodNotAllowed, CodeMethodNotAllowed, "This endpoint does not accept this method."}
+	specTooLarge         = errorSpec{http.StatusRequestEntityTooLarge, CodeRequestEntityTooLarge, "The request body is too large."}
+	specServerError      = errorSpec{http.StatusInternalServerError, CodeServerError, "An unexpected error occurred."}
+)
+
+// allCodes lists every code the service answers with (the OpenAPI test checks the document).
+func allCodes() []string {
+	codes := []string{}
+	for _, e := range errorTable {
+		codes = append(codes, e.code)
+	}
+	for _, s := range []errorSpec{specMissingScope, specInvalidPage, specPagePastLast, specTooManyRequests,
+		specEndpointNotFound, specMethodNotAllowed, specTooLarge, specServerError} {
+		codes = append(codes, s.code)
+	}
+	return codes
+}
+
+// rateLimitedError is a request refused by the key's rate limit.
+type rateLimitedError struct{ retryAfter int64 }
+
+func (e *rateLimitedError) Error() string { return "rate limit exceeded" }
+
+// classify finds the response for err: its spec and params. ok is false for an unexpected error.
+func classify(err error) (spec errorSpec, params map[string]any, ok bool) {
+	params = map[string]any{}
+	for _, e := range errorTable {
+		if errors.Is(err, e.err) {
+			return e.errorSpec, params, true
+		}
+	}
+	var (
+		scopeErr *auth.MissingScopeError
+		pageErr  *conversation.InvalidPageError
+		rateErr  *rateLimitedError
+		httpErr  *echo.HTTPError
+	)
+	switch {
+	case errors.As(err, &scopeErr):
+		params["scope"] = scopeErr.Scope
+		return specMissingScope, params, true
+	case errors.As(err, &pageErr):
+		if pageErr.Max > 0 {
+			params["max"] = pageErr.Max
+			return specPagePastLast, params, true
+		}
+		return specInvalidPage, params, true
+	case errors.As(err, &rateErr):
+		return specTooManyRequests, params, true
+	case errors.As(err, &httpErr):
+		switch httpErr.Code {
+		case http.StatusNotFound:
+			return specEndpointNotFound, params, true
+		case http.StatusMethodNotAllowed:
+			return specMethodNotAllowed, params, true
+		case http.StatusRequestEntityTooLarge:
+			return specTooLarge, params, true
+		}
+	}
+	return specServerError, params, false
+}
+
+// errorHandler writes every error in the `errors` envelope. It never shows internals: an
+// unexpected error is logged with the request id and answered with server_error_occurred.
+func (a *api) errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	spec, params, ok := classify(err)
+	if !ok {
+		server.Logger(c).Error("request failed", "err", err)
+	}
+	h := c.Response().Header()
+	var rateErr *rateLimitedError
+	if errors.As(err, &rateErr) {
+		h.Set("Retry-After", strconv.FormatInt(rateErr.retryAfter, 10))
+	}
+	if spec.code == CodeMethodNotAllowed {
+		h.Set(echo.HeaderAllow, a.allowed(c.Path()))
+	}
+	body := ErrorBody{Errors: []ErrorEntry{{Code: spec.code, Message: spec.message, Params: params}}}
+	// For HEAD, net/http sends the headers of this response and drops the body.
+	if werr := writeJSON(c, spec.status, body); werr != nil {
+		server.Logger(c).Warn("write error response", "err", werr)
+	}
+}

@@ -1,0 +1,78 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"unicode/utf8"
+
+	"forumstats.local/forum-svc/internal/conversation"
+)
+
+// appendJSONString must write exactly what encoding/json writes for every string.
+func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
+	cases := []string{
+		"", "plain", `quote " and backslash \`, "<script>&amp;</script>", "tab\tnl\nret\rbs\bff\f",
+		"\x00\x01\x1f\x7f", "é ü 日本語 🙂", "\u2028\u2029", "bad \xff\xfe utf8", "\xe2\x82", "a\xc0\x80b",
+		"\ufffd", "mixed <é>\n\"\u2028\xff",
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := []string{"a", "Z", " ", "\"", "\\", "<", ">", "&", "\n", "\x00", "\x1f", "é", "日", "🙂",
+		"\u2028", "\u2029", "\xff", "\xe2", "\x80", "\ufffd", "\x7f"}
+	for range 5000 {
+		var b bytes.Buffer
+		for range rng.IntN(12) {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		cases = append(cases, b.String())
+	}
+	for range 2000 { // random bytes
+		p := make([]byte, rng.IntN(10))
+		for i := range p {
+			p[i] = byte(rng.UintN(256))
+		}
+		cases = append(cases, string(p))
+	}
+	for _, s := range cases {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("appendJSONString(%q) = %s, want %s (valid UTF-8: %v)", s, got, want, utf8.ValidString(s))
+		}
+	}
+}
+
+// appendMessagePage must write exactly what encoding/json writes for a page.
+func TestAppendMessagePageMatchesEncodingJSON(t *testing.T) {
+	pages := []conversation.MessagePage{
+		{},
+		{Messages: []conversation.Message{}},
+		{
+			Messages: []conversation.Message{
+				{MessageID: 1, ConversationID: 2, Message: "hello <b>&</b>\n", MessageDate: 1767225600, UserID: 3, Username: "alice", IsUnread: true},
+				{MessageID: math.MaxInt64, ConversationID: 1, Message: "é\u2028\xff", MessageDate: 0, UserID: 0, Username: `"bob"`},
+				{MessageID: -1, Message: ""},
+			},
+			Pagination: conversation.Pagination{CurrentPage: 2, LastPage: 50000, PerPage: 20, Shown: 3, Total: math.MaxInt64},
+		},
+	}
+	for _, p := range pages {
+		want, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := appendMessagePage(nil, &p)
+		if !ok || !bytes.Equal(got, want) {
+			t.Fatalf("appendMessagePage = %s (ok %v), want %s", got, ok, want)
+		}
+	}
+	// A message with its conversation embedded is left to encoding/json.
+	p := conversation.MessagePage{Messages: []conversation.Message{{Conversation: &conversation.Conversation{}}}}
+	if _, ok := appendMessagePage(nil, &p); ok {
+		t.Fatal("appendMessagePage accepted an embedded conversation")
+	}
+}

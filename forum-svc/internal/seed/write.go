@@ -1,0 +1,148 @@
+package seed
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"forumstats.local/forum-svc/internal/auth"
+	"forumstats.local/forum-svc/internal/store"
+)
+
+func write(ctx context.Context, tx *gorm.DB, f *File, now time.Time) (Summary, error) {
+	sum := Summary{Users: len(f.Users), Conversations: len(f.Conversations), ReadStates: len(f.ReadState), APIKeys: len(f.APIKeys)}
+	if f.Options != nil && f.Options.MessagesPerPage != nil {
+		if err := store.SetMessagesPerPage(ctx, tx, *f.Options.MessagesPerPage); err != nil {
+			return sum, err
+		}
+	}
+
+	users := make([][]any, len(f.Users))
+	for i, u := range f.Users {
+		users[i] = []any{u.UserID, u.Username}
+	}
+	if err := insertRows(tx, "INSERT INTO users (user_id, username)", users,
+		"ON CONFLICT (user_id) DO UPDATE SET username = excluded.username"); err != nil {
+		return sum, err
+	}
+
+	var convs, participants, messages [][]any
+	var convIDs []int64
+	for _, c := range f.Conversations {
+		convIDs = append(convIDs, c.ConversationID)
+		convs = append(convs, []any{c.ConversationID, c.Title, c.UserID})
+		members := append([]int64{c.UserID}, c.Recipients...)
+		for _, u := range members {
+			participants = append(participants, []any{c.ConversationID, u})
+		}
+		// Participants no longer listed leave the conversation.
+		if err := tx.Exec("DELETE FROM conversation_participants WHERE conversation_id = ? AND user_id NOT IN ?",
+			c.ConversationID, members).Error; err != nil {
+			return sum, err
+		}
+		for _, m := range c.Messages {
+			// A temporary negative position, unique (message ids are), until positions are recomputed.
+			messages = append(messages, []any{m.MessageID, c.ConversationID, m.UserID, m.Message, *m.MessageDate, -m.MessageID})
+		}
+	}
+	sum.Messages = len(messages)
+	if err := insertRows(tx, "INSERT INTO conversations (conversation_id, title, user_id)", convs,
+		"ON CONFLICT (conversation_id) DO UPDATE SET title = excluded.title, user_id = excluded.user_id"); err != nil {
+		return sum, err
+	}
+	if err := insertRows(tx, "INSERT INTO conversation_participants (conversation_id, user_id)", participants,
+		"ON CONFLICT (conversation_id, user_id) DO NOTHING"); err != nil {
+		return sum, err
+	}
+	for part := range slices.Chunk(convIDs, chunk) {
+		// Free every position of the touched conversations, so that the ranks below never collide
+		// with old ones.
+		if err := tx.Exec("UPDATE conversation_messages SET position = -message_id WHERE conversation_id IN ?", part).Error; err != nil {
+			return sum, err
+		}
+	}
+	if err := insertRows(tx, "INSERT INTO conversation_messages (message_id, conversation_id, user_id, message, message_date, position)", messages,
+		`ON CONFLICT (message_id) DO UPDATE SET user_id = excluded.user_id, message = excluded.message,
+		 message_date = excluded.message_date, position = excluded.position`); err != nil {
+		return sum, err
+	}
+	for part := range slices.Chunk(convIDs, chunk) {
+		if err := renumber(tx, part); err != nil {
+			return sum, err
+		}
+	}
+
+	for _, rs := range f.ReadState {
+		if err := tx.Exec("UPDATE conversation_participants SET last_read_date = ? WHERE conversation_id = ? AND user_id = ?",
+			*rs.LastReadDate, rs.ConversationID, rs.UserID).Error; err != nil {
+			return sum, err
+		}
+	}
+	for _, k := range f.APIKeys {
+		nk := store.NewKey{Hash: auth.Hash(k.Key), Type: k.Type, Scopes: k.Scopes, Active: k.Active == nil || *k.Active}
+		if k.UserID != nil {
+			nk.UserID = *k.UserID
+		}
+		if k.ExpiresAt != nil {
+			nk.ExpiresAt = *k.ExpiresAt
+		}
+		if err := store.UpsertKey(ctx, tx, nk, now); err != nil {
+			return sum, err
+		}
+	}
+	return sum, nil
+}
+
+// renumber gives the messages of the conversations their positions, 1.. in (message_date,
+// message_id) order, and refreshes the conversations' message aggregates.
+func renumber(tx *gorm.DB, convIDs []int64) error {
+	if err := tx.Exec(`
+UPDATE conversation_messages SET position = r.rn
+FROM (SELECT message_id,
+             ROW_NUMBER() OVER (PARTITION BY conversation_id ORDER BY message_date, message_id) AS rn
+      FROM conversation_messages WHERE conversation_id IN ?) AS r
+WHERE conversation_messages.message_id = r.message_id`, convIDs).Error; err != nil {
+		return err
+	}
+	return tx.Exec(`
+UPDATE conversations SET
+  message_count = (SELECT COUNT(*) FROM conversation_messages m
+                   WHERE m.conversation_id = conversations.conversation_id),
+  first_message_id = COALESCE((SELECT m.message_id FROM conversation_messages m
+                   WHERE m.conversation_id = conversations.conversation_id AND m.position = 1), 0),
+  start_date = COALESCE((SELECT m.message_date FROM conversation_messages m
+                   WHERE m.conversation_id = conversations.conversation_id AND m.position = 1), 0),
+  last_message_id = COALESCE((SELECT m.message_id FROM conversation_messages m
+                   WHERE m.conversation_id = conversations.conversation_id
+                   ORDER BY m.position DESC LIMIT 1), 0),
+  last_message_date = COALESCE((SELECT m.message_date FROM conversation_messages m
+                   WHERE m.conversation_id = conversations.conversation_id
+                   ORDER BY m.position DESC LIMIT 1), 0)
+WHERE conversation_id IN ?`, convIDs).Error
+}
+
+// insertRows runs head VALUES (...), (...) tail over rows, a chunk of rows per statement.
+func insertRows(tx *gorm.DB, head string, rows [][]any, tail string) error {
+	for part := range slices.Chunk(rows, chunk) {
+		var b strings.Builder
+		b.WriteString(head)
+		b.WriteString(" VALUES ")
+		args := make([]any, 0, len(part)*len(part[0]))
+		for i, r := range part {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(" + strings.TrimSuffix(strings.Repeat("?, ", len(r)), ", ") + ")")
+			args = append(args, r...)
+		}
+		b.WriteString(" ")
+		b.WriteString(tail)
+		if err := tx.Exec(b.String(), args...).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}

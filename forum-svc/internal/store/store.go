@@ -1,0 +1,346 @@
+// Package store is forum-svc's persistence on PostgreSQL or SQLite (one code path, two
+// dialects). The request-path reads go straight to database/sql with statements written once
+// and rebound for the dialect; the rarer writes (CLI) go through GORM.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"forumstats.local/forum-svc/internal/auth"
+	"forumstats.local/forum-svc/internal/conversation"
+	"forumstats.local/shared/db"
+)
+
+// Store implements conversation.Store and auth.Store.
+type Store struct {
+	gdb *gorm.DB
+	sql *sql.DB
+	q   queries
+}
+
+var (
+	_ conversation.Store = (*Store)(nil)
+	_ auth.Store         = (*Store)(nil)
+)
+
+// New wraps a database opened by shared/db.
+func New(gdb *gorm.DB) (*Store, error) {
+	sqlDB, err := gdb.DB()
+	if err != nil {
+		return nil, err
+	}
+	return &Store{gdb: gdb, sql: sqlDB, q: newQueries(db.IsPostgres(gdb))}, nil
+}
+
+// GORM returns the GORM handle (for seed and CLI commands).
+func (s *Store) GORM() *gorm.DB { return s.gdb }
+
+// PageSQL reads a page of messages in one round trip: the reader's participant row proves access,
+// and the message count and the page size in force come with the page. The page is an index
+// range on (conversation_id, position), ((page-1)*per, page*per] (conversation.PositionRange),
+// never an OFFSET scan. The range sits in a derived table bounded by LIMIT 100 (the largest page
+// size the schema allows) so that PostgreSQL's estimate stays small and it settles on one generic
+// plan for the prepared statement instead of planning every execution.
+// Parameters: conversation, page, page, conversation, user.
+const PageSQL = `
+SELECT c.message_count, o.messages_per_page, p.last_read_date,
+       m.message_id, m.message, m.message_date, m.user_id, m.username
+FROM conversation_participants p
+JOIN conversations c ON c.conversation_id = p.conversation_id
+CROSS JOIN forum_options o
+LEFT JOIN (
+    SELECT m.message_id, m.message, m.message_date, m.user_id, u.username, m.position
+    FROM conversation_messages m
+    JOIN users u ON u.user_id = m.user_id
+    WHERE m.conversation_id = ?
+      AND m.position BETWEEN (CAST(? AS BIGINT) - 1) * (SELECT messages_per_page FROM forum_options) + 1
+                         AND CAST(? AS BIGINT) * (SELECT messages_per_page FROM forum_options)
+    ORDER BY m.position
+    LIMIT 100
+) m ON TRUE
+WHERE p.conversation_id = ? AND p.user_id = ?
+ORDER BY m.position`
+
+const conversationColumns = `c.conversation_id, c.title, c.user_id, cu.username, c.start_date,
+       c.message_count, c.first_message_id, c.last_message_id, c.last_message_date, p.last_read_date`
+
+const conversationSQL = `
+SELECT ` + conversationColumns + `
+FROM conversation_participants p
+JOIN conversations c ON c.conversation_id = p.conversation_id
+JOIN users cu ON cu.user_id = c.user_id
+WHERE p.conversation_id = ? AND p.user_id = ?`
+
+const messageSQL = `
+SELECT m.message_id, m.conversation_id, m.message, m.message_date, m.user_id, mu.username,
+       ` + conversationColumns + `
+FROM conversation_messages m
+JOIN conversation_participants p ON p.conversation_id = m.conversation_id AND p.user_id = ?
+JOIN conversations c ON c.conversation_id = m.conversation_id
+JOIN users mu ON mu.user_id = m.user_id
+JOIN users cu ON cu.user_id = c.user_id
+WHERE m.message_id = ?`
+
+const recipientsSQL = `
+SELECT p.user_id, u.username
+FROM conversation_participants p
+JOIN users u ON u.user_id = p.user_id
+WHERE p.conversation_id = ? AND p.user_id <> ?
+ORDER BY p.user_id`
+
+// Mark-read only moves last_read_date forward: it becomes max(last_read_date, date).
+const markReadSQL = `
+UPDATE conversation_participants
+SET last_read_date = CASE WHEN last_read_date < ? THEN ? ELSE last_read_date END
+WHERE conversation_id = ? AND user_id = ?`
+
+const markUnreadSQL = `
+UPDATE conversation_participants SET last_read_date = 0
+WHERE conversation_id = ? AND user_id = ?`
+
+const keySQL = `
+SELECT key_type, COALESCE(user_id, 0), scopes, active, COALESCE(expires_at, 0)
+FROM api_keys WHERE key_hash = ?`
+
+const userExistsSQL = `SELECT 1 FROM users WHERE user_id = ?`
+
+type queries struct {
+	page, conversation, message, recipients, markRead, markUnread, key, userExists string
+}
+
+func newQueries(postgres bool) queries {
+	r := func(q string) string { return Rebind(q, postgres) }
+	return queries{
+		page: r(PageSQL), conversation: r(conversationSQL), message: r(messageSQL),
+		recipients: r(recipientsSQL), markRead: r(markReadSQL), markUnread: r(markUnreadSQL),
+		key: r(keySQL), userExists: r(userExistsSQL),
+	}
+}
+
+// Rebind turns ? placeholders into PostgreSQL's $1, $2, ... (the statements here have no ? in
+// literals).
+func Rebind(q string, postgres bool) string {
+	if !postgres {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// MessagePage implements conversation.Store.
+func (s *Store) MessagePage(ctx context.Context, conversationID, userID, page int64) (conversation.PageRows, error) {
+	rows, err := s.sql.QueryContext(ctx, s.q.page, conversationID, page, page, conversationID, userID)
+	if err != nil {
+		return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
+	}
+	defer rows.Close()
+	var (
+		out              conversation.PageRows
+		found            bool
+		id, date, author sql.NullInt64
+		text, username   sql.NullString
+	)
+	// One set of destinations for every row (each Scan argument escapes to the heap).
+	dest := []any{&out.Total, &out.PerPage, &out.LastReadDate, &id, &text, &date, &author, &username}
+	for rows.Next() {
+		id, text, date, author, username = sql.NullInt64{}, sql.NullString{}, sql.NullInt64{}, sql.NullInt64{}, sql.NullString{}
+		if err := rows.Scan(dest...); err != nil {
+			return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
+		}
+		if !found && out.PerPage > 0 && out.PerPage <= MaxMessagesPerPage {
+			out.Messages = make([]conversation.MessageRow, 0, out.PerPage) // the page size in force
+		}
+		found = true
+		if id.Valid {
+			out.Messages = append(out.Messages, conversation.MessageRow{
+				MessageID: id.Int64, ConversationID: conversationID, Message: text.String,
+				MessageDate: date.Int64, UserID: author.Int64, Username: username.String,
+			})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
+	}
+	if !found {
+		return conversation.PageRows{}, conversation.ErrConversationNotFound
+	}
+	return out, nil
+}
+
+func scanConversation(dest []any, c *conversation.ConversationRow) []any {
+	return append(dest, &c.ConversationID, &c.Title, &c.UserID, &c.Username, &c.StartDate,
+		&c.MessageCount, &c.FirstMessageID, &c.LastMessageID, &c.LastMessageDate, &c.LastReadDate)
+}
+
+// Conversation implements conversation.Store.
+func (s *Store) Conversation(ctx context.Context, conversationID, userID int64) (conversation.ConversationRow, error) {
+	var c conversation.ConversationRow
+	err := s.sql.QueryRowContext(ctx, s.q.conversation, conversationID, userID).Scan(scanConversation(nil, &c)...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, conversation.ErrConversationNotFound
+	}
+	if err != nil {
+		return c, fmt.Errorf("read conversation: %w", err)
+	}
+	return c, s.recipients(ctx, &c)
+}
+
+// Message implements conversation.Store.
+func (s *Store) Message(ctx context.Context, messageID, userID int64) (conversation.MessageRow, conversation.ConversationRow, error) {
+	var (
+		m conversation.MessageRow
+		c conversation.ConversationRow
+	)
+	dest := []any{&m.MessageID, &m.ConversationID, &m.Message, &m.MessageDate, &m.UserID, &m.Username}
+	err := s.sql.QueryRowContext(ctx, s.q.message, userID, messageID).Scan(scanConversation(dest, &c)...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, c, conversation.ErrMessageNotFound
+	}
+	if err != nil {
+		return m, c, fmt.Errorf("read message: %w", err)
+	}
+	return m, c, s.recipients(ctx, &c)
+}
+
+func (s *Store) recipients(ctx context.Context, c *conversation.ConversationRow) error {
+	rows, err := s.sql.QueryContext(ctx, s.q.recipients, c.ConversationID, c.UserID)
+	if err != nil {
+		return fmt.Errorf("read recipients: %w", err)
+	}
+	defer rows.Close()
+	c.Recipients = []conversation.Recipient{}
+	for rows.Next() {
+		var r conversation.Recipient
+		if err := rows.Scan(&r.UserID, &r.Username); err != nil {
+			return fmt.Errorf("read recipients: %w", err)
+		}
+		c.Recipients = append(c.Recipients, r)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read recipients: %w", err)
+	}
+	return nil
+}
+
+// MarkRead implements conversation.Store.
+func (s *Store) MarkRead(ctx context.Context, conversationID, userID, date int64) error {
+	return s.updateReadState(ctx, s.q.markRead, date, date, conversationID, userID)
+}
+
+// MarkUnread implements conversation.Store.
+func (s *Store) MarkUnread(ctx context.Context, conversationID, userID int64) error {
+	return s.updateReadState(ctx, s.q.markUnread, conversationID, userID)
+}
+
+func (s *Store) updateReadState(ctx context.Context, q string, args ...any) error {
+	res, err := s.sql.ExecContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("update read state: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("update read state: %w", err)
+	}
+	if n == 0 { // no participant row: no such conversation for this user
+		return conversation.ErrConversationNotFound
+	}
+	return nil
+}
+
+// LookupKey implements auth.Store.
+func (s *Store) LookupKey(ctx context.Context, hash string) (auth.Key, bool, error) {
+	k := auth.Key{Hash: hash}
+	var scopes string
+	err := s.sql.QueryRowContext(ctx, s.q.key, hash).Scan(&k.Type, &k.UserID, &scopes, &k.Active, &k.ExpiresAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return auth.Key{}, false, nil
+	}
+	if err != nil {
+		return auth.Key{}, false, err
+	}
+	k.Scopes = strings.Fields(scopes)
+	return k, true, nil
+}
+
+// UserExists implements auth.Store.
+func (s *Store) UserExists(ctx context.Context, userID int64) (bool, error) {
+	var one int
+	err := s.sql.QueryRowContext(ctx, s.q.userExists, userID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// NewKey is an API key to store (its hash only).
+type NewKey struct {
+	Hash      string
+	Type      string
+	UserID    int64 // 0: none
+	Scopes    []string
+	Active    bool
+	ExpiresAt int64 // 0: never
+}
+
+// UpsertKey stores k, replacing a key with the same hash.
+func UpsertKey(ctx context.Context, tx *gorm.DB, k NewKey, now time.Time) error {
+	return tx.WithContext(ctx).Exec(`
+INSERT INTO api_keys (key_hash, key_type, user_id, scopes, active, expires_at, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (key_hash) DO UPDATE SET key_type = excluded.key_type, user_id = excluded.user_id,
+  scopes = excluded.scopes, active = excluded.active, expires_at = excluded.expires_at`,
+		k.Hash, k.Type, nullIfZero(k.UserID), strings.Join(k.Scopes, " "), k.Active, nullIfZero(k.ExpiresAt), now.Unix()).Error
+}
+
+// MessagesPerPage is the page-size option in force.
+func MessagesPerPage(ctx context.Context, tx *gorm.DB) (int64, error) {
+	var n int64
+	err := tx.WithContext(ctx).Raw(`SELECT messages_per_page FROM forum_options WHERE id = 1`).Scan(&n).Error
+	return n, err
+}
+
+// SetMessagesPerPage changes the page-size option.
+func SetMessagesPerPage(ctx context.Context, tx *gorm.DB, n int64) error {
+	return tx.WithContext(ctx).Exec(`UPDATE forum_options SET messages_per_page = ? WHERE id = 1`, n).Error
+}
+
+func nullIfZero(n int64) any {
+	if n == 0 {
+		return nil
+	}
+	return n
+}
+
+// OptionMessagesPerPage is the name of the page-size option (`options set messagesPerPage N`).
+const OptionMessagesPerPage = "messagesPerPage"
+
+// Bounds of messagesPerPage (the schema checks them too).
+const (
+	MinMessagesPerPage = 1
+	MaxMessagesPerPage = 100
+)
+
+// CheckMessagesPerPage refuses a page size out of bounds.
+func CheckMessagesPerPage(n int64) error {
+	if n < MinMessagesPerPage || n > MaxMessagesPerPage {
+		return fmt.Errorf("%s must be between %d and %d, got %d", OptionMessagesPerPage, MinMessagesPerPage, MaxMessagesPerPage, n)
+	}
+	return nil
+}

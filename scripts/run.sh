@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# `make run`: the whole system on the embedded SQLite databases, with nothing but Go.
+# Imports the demo reports, starts the fake Discord (unless DISCORD_TOKEN is set), the collector,
+# stats-svc and forum-svc (seeded with the demo forum), prints curl examples, and stops
+# everything on Ctrl-C.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BIN=${BIN:-bin}
+DATA=${DATA:-./data}
+FAKE_ADDR=${FAKE_ADDR:-127.0.0.1:8090}
+mkdir -p "$DATA"
+
+export LOG_FORMAT=${LOG_FORMAT:-text}
+export LOG_LEVEL=${LOG_LEVEL:-warn}
+STATS_DB="sqlite:$DATA/stats.db"
+FORUM_DB="sqlite:$DATA/forum.db"
+
+pids=()
+stop() {
+	trap - INT TERM EXIT
+	echo
+	echo "stopping..."
+	for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	echo "stopped."
+}
+trap stop INT TERM EXIT
+
+wait_http() { # url
+	for _ in $(seq 1 100); do
+		curl -fsS -o /dev/null "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "timed out waiting for $1" >&2
+	return 1
+}
+
+echo "importing demo reports into $STATS_DB"
+DATABASE_URL=$STATS_DB "$BIN/collector-svc" import --file demo/stats-reports.json
+
+if [ -z "${DISCORD_TOKEN:-}" ]; then
+	echo "DISCORD_TOKEN is empty: collecting from the fake Discord on $FAKE_ADDR"
+	"$BIN/collector-svc" fake-discord --addr "$FAKE_ADDR" &
+	pids+=($!)
+	export DISCORD_API_BASE="http://$FAKE_ADDR"
+	export CATALOG_FILE=${CATALOG_FILE:-deploy/compose/catalog.json}
+	sleep 0.5
+else
+	: "${CATALOG_FILE:?set CATALOG_FILE to your servers (JSON or YAML list of {number, name, guildId})}"
+	export CATALOG_FILE
+fi
+
+DATABASE_URL=$STATS_DB HTTP_ADDR=127.0.0.1:8083 "$BIN/collector-svc" serve &
+pids+=($!)
+DATABASE_URL=$STATS_DB HTTP_ADDR=127.0.0.1:8082 "$BIN/stats-svc" serve &
+pids+=($!)
+DATABASE_URL=$FORUM_DB "$BIN/forum-svc" migrate >/dev/null
+DATABASE_URL=$FORUM_DB "$BIN/forum-svc" seed --file forum-svc/demo/seed.json
+DATABASE_URL=$FORUM_DB HTTP_ADDR=127.0.0.1:8081 "$BIN/forum-svc" serve &
+pids+=($!)
+
+wait_http http://127.0.0.1:8082/healthz
+wait_http http://127.0.0.1:8081/healthz
+wait_http http://127.0.0.1:8083/healthz
+
+cat <<MSG
+
+Everything runs (Ctrl-C stops it):
+  stats-svc      http://127.0.0.1:8082
+  forum-svc      http://127.0.0.1:8081
+  collector-svc  http://127.0.0.1:8083/metrics (health and metrics only)
+
+Statistics and icons:
+  curl -s 'http://127.0.0.1:8082/api/chat-statistics'
+  curl -s 'http://127.0.0.1:8082/api/chat-statistics?period=week&server=1'
+  curl -s 'http://127.0.0.1:8082/api/chat-statistics?period=range&from=$(date -u -d '-6 days' +%F)&to=$(date -u +%F)'
+  curl -s 'http://127.0.0.1:8082/api/chat-icons'
+
+Forum-svc demo users and keys (forum-svc/demo/README.md):
+MSG
+sed -n '/^Keys/,$p' forum-svc/demo/README.md
+wait -n "${pids[@]}" || true
+echo "a service exited; see its output above" >&2
