@@ -111,3 +111,10 @@ func redact(url string) string {
 	}
 	return url
 }
+
+// Close releases the connection pool behind db.
+func Close(db *gorm.DB) {
+	if sqlDB, err := db.DB(); err == nil {
+		_ = sqlDB.Close()
+	}
+}

@@ -124,12 +124,19 @@ func RequestID(c echo.Context) string {
 	return ""
 }
 
-// Logger returns the request-scoped logger (it carries the request ID).
+// Logger returns the request-scoped logger (it carries the request ID). It is built on first
+// use: most requests log only their access line and never need it.
 func Logger(c echo.Context) *slog.Logger {
 	if l, ok := c.Get("logger").(*slog.Logger); ok {
 		return l
 	}
-	return slog.Default()
+	base, ok := c.Get("base_logger").(*slog.Logger)
+	if !ok {
+		return slog.Default()
+	}
+	l := base.With("request_id", RequestID(c))
+	c.Set("logger", l)
+	return l
 }
 
 func observe(log *slog.Logger) echo.MiddlewareFunc {
@@ -138,8 +145,7 @@ func observe(log *slog.Logger) echo.MiddlewareFunc {
 			start := time.Now()
 			inFlight.Inc()
 			defer inFlight.Dec()
-			reqLog := log.With("request_id", RequestID(c))
-			c.Set("logger", reqLog)
+			c.Set("base_logger", log)
 			err := next(c)
 			if err != nil {
 				// Let the error handler write the body now so that the status is known below.
@@ -158,7 +164,8 @@ func observe(log *slog.Logger) echo.MiddlewareFunc {
 				level = slog.LevelError
 			}
 			// The path only: query strings and headers may carry secrets and are never logged.
-			reqLog.Log(c.Request().Context(), level, "request",
+			log.Log(c.Request().Context(), level, "request",
+				"request_id", RequestID(c),
 				"method", c.Request().Method,
 				"path", c.Request().URL.Path,
 				"route", route,

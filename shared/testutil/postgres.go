@@ -202,11 +202,11 @@ func ensureTemplate(ctx context.Context, admin *sql.DB, base, template string, s
 	}
 	for _, s := range sets {
 		if _, err := migrate.Up(ctx, gdb, s); err != nil {
-			closeGorm(gdb)
+			db.Close(gdb)
 			return err
 		}
 	}
-	closeGorm(gdb)
+	db.Close(gdb)
 	// Renamed only once complete, so a crash mid-build never leaves a half-migrated template.
 	_, err = conn.ExecContext(ctx, fmt.Sprintf(`ALTER DATABASE %q RENAME TO %q`, building, template))
 	return err

@@ -120,9 +120,7 @@ func (b *base) close() {
 	if b.rdb != nil {
 		b.rdb.Close()
 	}
-	if sqlDB, err := b.db.DB(); err == nil {
-		sqlDB.Close()
-	}
+	db.Close(b.db)
 }
 
 func open(ctx context.Context) (*base, error) {

@@ -171,7 +171,7 @@ func (a *api) getConversation(c echo.Context) error {
 
 func (a *api) listMessages(c echo.Context) error {
 	userID, id := ids(c)
-	page, err := conversation.ParsePage(c.QueryParams()["page"])
+	page, err := conversation.ParsePage(rawQueryValues(c.Request().URL.RawQuery, "page"))
 	if err != nil {
 		return err
 	}
@@ -195,7 +195,11 @@ func (a *api) getMessage(c echo.Context) error {
 
 func (a *api) markRead(c echo.Context) error {
 	userID, id := ids(c)
-	if err := a.conv.MarkRead(c.Request().Context(), userID, id, c.FormValue("date")); err != nil {
+	date, err := formDate(c.Request())
+	if err != nil {
+		return err
+	}
+	if err := a.conv.MarkRead(c.Request().Context(), userID, id, date); err != nil {
 		return err
 	}
 	return writeJSON(c, http.StatusOK, success{true})

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
@@ -488,5 +489,38 @@ func TestHealthAndReadiness(t *testing.T) {
 		if r := e.get(p); r.status != 200 {
 			t.Errorf("%s: %d", p, r.status)
 		}
+	}
+}
+
+// Malformed input is refused with its own error, never read as "absent" (which would mean the
+// default page, or "now" for mark-read).
+func TestMalformedInputIsNotAbsent(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	for _, q := range []string{"page=%zz", "page=%", "page=1%", "x=1&page=%G1"} {
+		wantError(t, e.get("/api/conversations/10/messages?"+q, key(keyAlice)), 400, "invalid_page", nil)
+	}
+	// A broken unrelated parameter is ignored, as unknown parameters are.
+	if r := e.get("/api/conversations/10/messages?x=%zz&page=1", key(keyAlice)); r.status != 200 {
+		t.Fatalf("unrelated broken parameter: %d %s", r.status, r.body)
+	}
+
+	post := func(body string, chunked bool) response {
+		r := httptest.NewRequest(http.MethodPost, "/api/conversations/10/mark-read", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.Header.Add(auth.HeaderAPIKey, keyAlice)
+		if chunked {
+			r.ContentLength = -1 // unknown length: only reading the body finds it too large
+		}
+		w := httptest.NewRecorder()
+		e.h.ServeHTTP(w, r)
+		return response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
+	}
+	wantError(t, post("date=%zz", false), 400, "invalid_date", nil)
+	wantError(t, post("date=1&date=2", false), 400, "invalid_date", nil)
+	wantError(t, post("date=1&pad="+strings.Repeat("x", 128<<10), true), 413, "request_entity_too_large", nil)
+	// None of the refusals moved the read state: the whole conversation is still unread for alice.
+	r := e.get("/api/conversations/10/", key(keyAlice))
+	if got := r.json(t)["conversation"].(map[string]any)["is_unread"]; got != true {
+		t.Fatalf("is_unread after refused mark-reads: %v", got)
 	}
 }

@@ -201,3 +201,39 @@ func TestRedisFailsOpen(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// A slow Redis costs one timeout, not one per request: the in-process buckets then serve alone
+// for a moment before Redis is tried again.
+func TestSlowRedisIsSkipped(t *testing.T) {
+	url, err := testutil.RedisURL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := strings.SplitN(strings.TrimPrefix(url, "redis://"), "/", 2)[0]
+	proxy, err := testutil.NewProxy(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	l := NewRedis(redisClient(t, "redis://"+proxy.Addr()+"/0"), Config{PerMinute: 600, Burst: 100}, nil)
+	ctx := context.Background()
+	key := fmt.Sprintf("slow-%d", time.Now().UnixNano())
+	l.Allow(ctx, key) // connect while Redis is fast
+	proxy.SetLatency(400 * time.Millisecond)
+	start := time.Now()
+	if !l.Allow(ctx, key).Allowed {
+		t.Fatal("refused while Redis is slow")
+	}
+	if el := time.Since(start); el < redisTimeout || el > 300*time.Millisecond {
+		t.Fatalf("the first call against a slow Redis took %v, want about %v", el, redisTimeout)
+	}
+	start = time.Now()
+	for i := range 50 {
+		if !l.Allow(ctx, key).Allowed {
+			t.Fatalf("request %d refused", i)
+		}
+	}
+	if el := time.Since(start); el > 100*time.Millisecond {
+		t.Fatalf("50 requests after a Redis failure took %v: each still waited for Redis", el)
+	}
+}

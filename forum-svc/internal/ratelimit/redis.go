@@ -52,7 +52,17 @@ type Redis struct {
 	fallback *Local
 	log      *slog.Logger
 	lastWarn atomic.Int64 // Unix seconds of the last "Redis failed" log line
+	// skipUntil (Unix nanoseconds): after a failure Redis is left alone for a moment, so that
+	// during an outage requests do not each wait for a timeout before falling back.
+	skipUntil atomic.Int64
 }
+
+const (
+	// redisTimeout bounds one bucket call: a slower Redis counts as failed.
+	redisTimeout = 50 * time.Millisecond
+	// redisBackoff is how long the in-process buckets serve alone after a Redis failure.
+	redisBackoff = time.Second
+)
 
 // NewRedis returns a limiter sharing its buckets through client.
 func NewRedis(client redis.UniversalClient, cfg Config, log *slog.Logger) *Redis {
@@ -64,6 +74,11 @@ func NewRedis(client redis.UniversalClient, cfg Config, log *slog.Logger) *Redis
 
 // Allow takes a token from the bucket in Redis; on any Redis error it asks the in-process bucket.
 func (r *Redis) Allow(ctx context.Context, key string) Decision {
+	if time.Now().UnixNano() < r.skipUntil.Load() {
+		return r.fallback.Allow(ctx, key)
+	}
+	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
+	defer cancel()
 	res, err := bucketScript.Run(ctx, r.client, []string{KeyPrefix + key},
 		strconv.FormatFloat(r.cfg.ratePerSecond(), 'g', -1, 64), r.cfg.Burst).Slice()
 	if err == nil && len(res) == 2 {
@@ -77,6 +92,7 @@ func (r *Redis) Allow(ctx context.Context, key string) Decision {
 	} else if err == nil {
 		err = fmt.Errorf("unexpected reply %v", res)
 	}
+	r.skipUntil.Store(time.Now().Add(redisBackoff).UnixNano())
 	r.warn(err)
 	return r.fallback.Allow(ctx, key)
 }

@@ -151,29 +151,58 @@ func (s *Store) MessagePage(ctx context.Context, conversationID, userID, page in
 		return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
 	}
 	defer rows.Close()
+	// The columns are scanned into interface values (database/sql's cheapest destination: no
+	// reflection) and converted by nullInt64 and nullString, which do what sql.NullInt64 and
+	// sql.NullString do. One set of destinations serves every row.
 	var (
-		out              conversation.PageRows
-		found            bool
-		id, date, author sql.NullInt64
-		text, username   sql.NullString
+		out   conversation.PageRows
+		found bool
+		col   [8]any
 	)
-	// One set of destinations for every row (each Scan argument escapes to the heap).
-	dest := []any{&out.Total, &out.PerPage, &out.LastReadDate, &id, &text, &date, &author, &username}
+	dest := [8]any{&col[0], &col[1], &col[2], &col[3], &col[4], &col[5], &col[6], &col[7]}
 	for rows.Next() {
-		id, text, date, author, username = sql.NullInt64{}, sql.NullString{}, sql.NullInt64{}, sql.NullInt64{}, sql.NullString{}
-		if err := rows.Scan(dest...); err != nil {
+		if err := rows.Scan(dest[:]...); err != nil {
 			return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
 		}
-		if !found && out.PerPage > 0 && out.PerPage <= MaxMessagesPerPage {
-			out.Messages = make([]conversation.MessageRow, 0, out.PerPage) // the page size in force
+		if !found {
+			var err error
+			if out.Total, err = int64Column(col[0]); err == nil {
+				if out.PerPage, err = int64Column(col[1]); err == nil {
+					out.LastReadDate, err = int64Column(col[2])
+				}
+			}
+			if err != nil {
+				return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
+			}
+			if out.PerPage > 0 && out.PerPage <= MaxMessagesPerPage {
+				out.Messages = make([]conversation.MessageRow, 0, out.PerPage) // the page size in force
+			}
+			found = true
 		}
-		found = true
-		if id.Valid {
-			out.Messages = append(out.Messages, conversation.MessageRow{
-				MessageID: id.Int64, ConversationID: conversationID, Message: text.String,
-				MessageDate: date.Int64, UserID: author.Int64, Username: username.String,
-			})
+		id, err := nullInt64(col[3])
+		if err != nil {
+			return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
 		}
+		if !id.Valid {
+			continue // the reader's row without a message: no message on this page
+		}
+		m := conversation.MessageRow{MessageID: id.Int64, ConversationID: conversationID}
+		var (
+			date, author   sql.NullInt64
+			text, username sql.NullString
+		)
+		if text, err = nullString(col[4]); err == nil {
+			if date, err = nullInt64(col[5]); err == nil {
+				if author, err = nullInt64(col[6]); err == nil {
+					username, err = nullString(col[7])
+				}
+			}
+		}
+		if err != nil {
+			return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
+		}
+		m.Message, m.MessageDate, m.UserID, m.Username = text.String, date.Int64, author.Int64, username.String
+		out.Messages = append(out.Messages, m)
 	}
 	if err := rows.Err(); err != nil {
 		return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
@@ -182,6 +211,43 @@ func (s *Store) MessagePage(ctx context.Context, conversationID, userID, page in
 		return conversation.PageRows{}, conversation.ErrConversationNotFound
 	}
 	return out, nil
+}
+
+// nullInt64 converts a scanned column value as sql.NullInt64.Scan does, without its reflection for
+// the values the drivers return (int64 or NULL).
+func nullInt64(v any) (sql.NullInt64, error) {
+	switch v := v.(type) {
+	case int64:
+		return sql.NullInt64{Int64: v, Valid: true}, nil
+	case nil:
+		return sql.NullInt64{}, nil
+	}
+	var n sql.NullInt64
+	err := n.Scan(v)
+	return n, err
+}
+
+// int64Column converts a scanned NOT NULL column value as scanning into *int64 does.
+func int64Column(v any) (int64, error) {
+	n, err := nullInt64(v)
+	if err == nil && !n.Valid {
+		err = errors.New("converting NULL to int64 is unsupported")
+	}
+	return n.Int64, err
+}
+
+// nullString converts a scanned column value as sql.NullString.Scan does, without its reflection
+// for the values the drivers return (string or NULL).
+func nullString(v any) (sql.NullString, error) {
+	switch v := v.(type) {
+	case string:
+		return sql.NullString{String: v, Valid: true}, nil
+	case nil:
+		return sql.NullString{}, nil
+	}
+	var s sql.NullString
+	err := s.Scan(v)
+	return s, err
 }
 
 func scanConversation(dest []any, c *conversation.ConversationRow) []any {

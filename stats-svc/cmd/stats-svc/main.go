@@ -69,7 +69,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer closeDB(gdb)
+	defer db.Close(gdb)
 	if cmd == "migrate" || cfg.MigrateOnStart {
 		applied, err := migrate.Up(ctx, gdb, reports.Migrations)
 		if err != nil {
@@ -131,8 +131,3 @@ func cdnBase(s string) (string, error) {
 	return s, nil
 }
 
-func closeDB(gdb *gorm.DB) {
-	if sqlDB, err := gdb.DB(); err == nil {
-		sqlDB.Close()
-	}
-}
