@@ -130,4 +130,3 @@ func cdnBase(s string) (string, error) {
 	}
 	return s, nil
 }
-
