@@ -24,6 +24,7 @@ stop() {
 	for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	echo "stopped."
+	exit 0
 }
 trap stop INT TERM EXIT
 
