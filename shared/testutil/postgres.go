@@ -226,3 +226,19 @@ func CleanupContainers() {
 	pgCleanup()
 	redisCleanup()
 }
+
+// Main is TestMain for a package whose tests share one database: it creates the database from
+// sets, stores its URL in *url, runs the tests, drops the database, and exits with the tests'
+// code. Without a PostgreSQL it fails the package with a message that says how to provide one.
+func Main(m interface{ Run() int }, url *string, sets ...migrate.Set) {
+	u, cleanup, err := PackageDB(sets...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*url = u
+	code := m.Run()
+	cleanup()
+	CleanupContainers()
+	os.Exit(code)
+}

@@ -3,7 +3,6 @@ package lock
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -17,17 +16,7 @@ import (
 
 var pgURL string
 
-func TestMain(m *testing.M) {
-	u, cleanup, err := testutil.PackageDB(reports.Migrations)
-	if err != nil {
-		panic(err)
-	}
-	pgURL = u
-	code := m.Run()
-	cleanup()
-	testutil.CleanupContainers()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.Main(m, &pgURL, reports.Migrations) }
 
 func open(t *testing.T, url string) *gorm.DB {
 	t.Helper()

@@ -40,21 +40,12 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	u, cleanup, err := testutil.PackageDB(reports.Migrations)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	pgURL = u
+	var err error
 	if redisURL, err = testutil.RedisURL(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		cleanup()
 		os.Exit(1)
 	}
-	code := m.Run()
-	cleanup()
-	testutil.CleanupContainers()
-	os.Exit(code)
+	testutil.Main(m, &pgURL, reports.Migrations)
 }
 
 var seeded atomic.Bool
