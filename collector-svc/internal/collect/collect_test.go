@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 // messages in every whole UTC hour before the fake's clock; the server total adds one hidden
 // thread message per hour.
 type fakeDiscord struct {
-	clock    *clock
+	clock    *testutil.Clock
 	guilds   map[string]discord.Guild
 	channels map[string][]discord.Channel
 	weight   map[string]int64
@@ -150,23 +150,6 @@ func (f *fakeDiscord) expected(guildID, channelID string, from, to time.Time) in
 	return n
 }
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
 func ts(s string) time.Time {
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
@@ -194,7 +177,7 @@ var (
 	chB        = channelID("2021-01-01T00:00:00Z", 8)
 )
 
-func newFake(c *clock) *fakeDiscord {
+func newFake(c *testutil.Clock) *fakeDiscord {
 	icon, banner := "a_icon", "banner1"
 	return &fakeDiscord{
 		clock: c,
@@ -221,7 +204,7 @@ func newFake(c *clock) *fakeDiscord {
 type env struct {
 	gdb     *gorm.DB
 	st      *store.Store
-	clock   *clock
+	clock   *testutil.Clock
 	discord *fakeDiscord
 	col     *Collector
 }
@@ -245,7 +228,7 @@ func newEnv(t *testing.T, now string, servers ...catalog.Entry) *env {
 	if err := st.SyncCatalog(context.Background(), servers); err != nil {
 		t.Fatal(err)
 	}
-	c := &clock{now: ts(now)}
+	c := testutil.NewClock(ts(now))
 	f := newFake(c)
 	col := New(Config{Discord: f, Store: st, RefreshMinutes: 10, Now: c.Now, Concurrency: 2})
 	return &env{gdb: gdb, st: st, clock: c, discord: f, col: col}

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"forumstats.local/shared/testutil"
 )
 
 type fakeStore struct {
@@ -38,18 +40,6 @@ func (f *fakeStore) UserExists(_ context.Context, id int64) (bool, error) {
 	return f.users[id], nil
 }
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 const (
 	userKey  = "user-key-0123456789abcdef0123456789"
 	superKey = "super-key-0123456789abcdef012345678"
@@ -59,8 +49,8 @@ const (
 	expired  = "expired-0123456789abcdef01234567890"
 )
 
-func setup() (*Authenticator, *fakeStore, *clock) {
-	clk := &clock{now: time.Unix(1_800_000_000, 0)}
+func setup() (*Authenticator, *fakeStore, *testutil.Clock) {
+	clk := testutil.NewClock(time.Unix(1_800_000_000, 0))
 	both := []string{ScopeConversationRead, ScopeConversationWrite}
 	st := &fakeStore{
 		keys: map[string]Key{
@@ -237,7 +227,7 @@ func TestKeyCache(t *testing.T) {
 }
 
 func TestCacheBounded(t *testing.T) {
-	clk := &clock{now: time.Unix(0, 0)}
+	clk := testutil.NewClock(time.Unix(0, 0))
 	c := newTTLCache[int, int](time.Minute, time.Second, 10, clk.Now)
 	for i := range 1000 {
 		_, _, _ = c.get(i, func() (int, bool, error) { return i, true, nil })

@@ -100,18 +100,6 @@ func fixture() string {
 		keyAlice, keyAliceRead, keyAliceWrite, keyBob, keyDave, keySuper, keySuperNoRead, keyGuest, keyInactive, keyExpired, now-3600)
 }
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // syncBuffer collects log output from concurrent requests.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -129,7 +117,7 @@ type env struct {
 	t     *testing.T
 	h     http.Handler
 	gdb   *gorm.DB
-	clock *clock
+	clock *testutil.Clock
 	logs  *syncBuffer
 }
 
@@ -159,7 +147,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	if _, err := seed.Load(ctx, gdb, f, time.Unix(now, 0)); err != nil {
 		t.Fatal(err)
 	}
-	clk := &clock{now: time.Unix(now, 0)}
+	clk := testutil.NewClock(time.Unix(now, 0))
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	svc, err := app.NewService(gdb, nil, opts.rateLimit, log, app.Options{Now: clk.Now, Auth: auth.Options{Now: clk.Now}})

@@ -21,20 +21,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 func TestLocalBucket(t *testing.T) {
-	clk := &clock{now: time.Unix(1_800_000_000, 0)}
+	clk := testutil.NewClock(time.Unix(1_800_000_000, 0))
 	l := NewLocal(Config{PerMinute: 60, Burst: 3}, clk.Now) // one token a second
 	ctx := context.Background()
 	for i := range 3 {
@@ -69,7 +57,7 @@ func TestLocalBucket(t *testing.T) {
 }
 
 func TestRetryAfterRoundsUp(t *testing.T) {
-	clk := &clock{now: time.Unix(0, 0)}
+	clk := testutil.NewClock(time.Unix(0, 0))
 	l := NewLocal(Config{PerMinute: 1, Burst: 1}, clk.Now) // a token a minute
 	ctx := context.Background()
 	l.Allow(ctx, "k")
