@@ -157,25 +157,42 @@ func observe(log *slog.Logger) echo.MiddlewareFunc {
 			}
 			status := c.Response().Status
 			elapsed := time.Since(start)
-			requestsTotal.WithLabelValues(route, c.Request().Method, strconv.Itoa(status)).Inc()
-			requestDuration.WithLabelValues(route, c.Request().Method).Observe(elapsed.Seconds())
+			method := c.Request().Method
+			requestsTotal.WithLabelValues(route, method, statusLabel(status)).Inc()
+			requestDuration.WithLabelValues(route, method).Observe(elapsed.Seconds())
 			level := slog.LevelInfo
 			if status >= 500 {
 				level = slog.LevelError
 			}
 			// The path only: query strings and headers may carry secrets and are never logged.
-			log.Log(c.Request().Context(), level, "request",
-				"request_id", RequestID(c),
-				"method", c.Request().Method,
-				"path", c.Request().URL.Path,
-				"route", route,
-				"status", status,
-				"duration_ms", float64(elapsed.Microseconds())/1000,
-				"bytes", c.Response().Size,
+			log.LogAttrs(c.Request().Context(), level, "request",
+				slog.String("request_id", RequestID(c)),
+				slog.String("method", method),
+				slog.String("path", c.Request().URL.Path),
+				slog.String("route", route),
+				slog.Int("status", status),
+				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
+				slog.Int64("bytes", c.Response().Size),
 			)
 			return nil
 		}
 	}
+}
+
+// statusLabels holds the metric label of every valid status code, so that counting a request
+// does not format one.
+var statusLabels = func() (l [600]string) {
+	for code := 100; code < len(l); code++ {
+		l[code] = strconv.Itoa(code)
+	}
+	return l
+}()
+
+func statusLabel(code int) string {
+	if code >= 100 && code < len(statusLabels) {
+		return statusLabels[code]
+	}
+	return strconv.Itoa(code)
 }
 
 func health(c echo.Context) error {

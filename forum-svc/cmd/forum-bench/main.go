@@ -3,7 +3,8 @@
 //  1. In a conversation of 1,000,000 messages, the median latency of the last page is at most
 //     1.5 × that of the first page.
 //  2. Authenticated 20-message page requests per second are at least 50% of pgbench's
-//     transactions per second running the same SQL statement against the same database.
+//     transactions per second running the same SQL statement against the same database, measured
+//     in alternating rounds.
 //
 // It creates (and drops at the end) a dedicated PostgreSQL database, fills it with
 // INSERT ... SELECT generate_series, serves the real HTTP handler on loopback, measures, runs
@@ -39,6 +40,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"gorm.io/gorm"
 
 	"forumstats.local/forum-svc/internal/app"
@@ -69,8 +71,10 @@ func run() error {
 	adminURL := flag.String("admin-url", envOr("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"), "PostgreSQL URL of a database from which to create the bench database")
 	messages := flag.Int("messages", 1_000_000, "messages in the conversation")
 	samples := flag.Int("samples", 2000, "latency samples per page")
-	duration := flag.Duration("duration", 5*time.Second, "throughput run length (HTTP and pgbench each)")
+	rounds := flag.Int("rounds", 5, "throughput rounds (each an HTTP run and a pgbench run), after one warm-up round")
+	roundLength := flag.Duration("round", 2*time.Second, "length of each side of a throughput round (whole seconds)")
 	clients := flag.Int("clients", 16, "concurrent clients (HTTP and pgbench)")
+	pageConcurrency := flag.Int("page-concurrency", 0, "the service's PAGE_QUERY_CONCURRENCY (0: its default)")
 	keep := flag.Bool("keep", false, "keep the bench database afterwards")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the HTTP throughput run to this file")
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the HTTP throughput run to this file")
@@ -103,7 +107,8 @@ func run() error {
 
 	// The real service, on loopback. The rate limit is in the path but set high enough not to refuse.
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := app.NewService(gdb, nil, ratelimit.Config{PerMinute: 1 << 30, Burst: 1 << 30}, quiet, app.Options{})
+	svc, err := app.NewService(gdb, nil, ratelimit.Config{PerMinute: 1 << 30, Burst: 1 << 30}, quiet,
+		app.Options{Store: store.Options{PageQueryConcurrency: *pageConcurrency}})
 	if err != nil {
 		return err
 	}
@@ -143,8 +148,10 @@ func run() error {
 	mFirst, mLast := median(first), median(last)
 	latencyRatio := float64(mLast) / float64(mFirst)
 
-	// 2. Throughput: HTTP requests for random pages, then pgbench with the same statement and the
-	// same random pages, on the same database, one after the other in this run.
+	// 2. Throughput: HTTP requests for random pages and pgbench running the same statement with the
+	// same random pages on the same database, in alternating rounds of equal length, so that a
+	// drift in the machine's speed (shared hosts drift by 10-20% within a minute) falls on both
+	// sides alike. After one warm-up round each, the ratio is of the mean rates.
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -163,36 +170,30 @@ func run() error {
 			return err
 		}
 	}
-	var ok, failed atomic.Int64
-	var firstErr atomic.Value
-	var wg sync.WaitGroup
-	var cpuBefore syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &cpuBefore)
-	deadline := time.Now().Add(*duration)
-	for i := range *clients {
-		wg.Add(1)
-		go func(seed uint64) {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(seed, seed*7+1))
-			lc := newLoadClient(ln.Addr().String(), path)
-			defer lc.close()
-			for time.Now().Before(deadline) {
-				if err := lc.get(1 + rng.IntN(lastPage)); err != nil {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, err)
-					continue
-				}
-				ok.Add(1)
-			}
-		}(uint64(i + 1))
+	httpLoad := newLoad(ln.Addr().String(), path, lastPage, *clients)
+	defer httpLoad.close()
+	pg := pgbenchRunner{dbURL: dbURL, lastPage: lastPage, clients: *clients}
+	if err := pg.prepare(); err != nil {
+		return err
 	}
-	wg.Wait()
-	var cpuAfter syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &cpuAfter)
-	if failed.Load() > 0 {
-		return fmt.Errorf("%d HTTP requests failed during the throughput run, the first: %v", failed.Load(), firstErr.Load())
+	defer pg.cleanup()
+	var rpsRounds, tpsRounds []float64
+	var cpuPerReq time.Duration
+	for i := 0; i <= *rounds; i++ {
+		r, cpu, err := httpLoad.run(*roundLength)
+		if err != nil {
+			return err
+		}
+		t, err := pg.run(*roundLength)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			continue // warm-up
+		}
+		rpsRounds, tpsRounds = append(rpsRounds, r), append(tpsRounds, t)
+		cpuPerReq += cpu / time.Duration(*rounds)
 	}
-	rps := float64(ok.Load()) / duration.Seconds()
 	pprof.StopCPUProfile()
 	if *memProfile != "" {
 		if err := writeAllocProfile(*memProfile); err != nil {
@@ -200,25 +201,24 @@ func run() error {
 		}
 	}
 	stopServer()
-
-	tps, script, err := pgbench(dbURL, lastPage, *clients, *duration)
-	if err != nil {
-		return err
-	}
+	rps, tps := mean(rpsRounds), mean(tpsRounds)
 	tpsRatio := rps / tps
-	cpu := func(r syscall.Rusage) time.Duration {
-		return time.Duration(r.Utime.Nano() + r.Stime.Nano())
-	}
-	cpuPerReq := (cpu(cpuAfter) - cpu(cpuBefore)) / time.Duration(max(ok.Load(), 1))
 
-	fmt.Printf("\nmachine: %d CPUs, GOMAXPROCS %d; %d latency samples per page; %d clients for %s\n",
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), *samples, *clients, *duration)
+	fmt.Printf("\nmachine: %d CPUs, GOMAXPROCS %d; %d latency samples per page; %d clients, %d rounds of %s each side\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), *samples, *clients, *rounds, *roundLength)
 	fmt.Printf("latency, median: first page %s, last page (%d) %s: ratio %.2f (target <= 1.5)\n",
 		round(mFirst), lastPage, round(mLast), latencyRatio)
-	fmt.Printf("throughput: HTTP %.0f requests/s, pgbench %.0f transactions/s: ratio %.2f (target >= 0.50)\n",
+	for i := range rpsRounds {
+		fmt.Printf("  round %d: HTTP %.0f requests/s, pgbench %.0f transactions/s: %.2f\n",
+			i+1, rpsRounds[i], tpsRounds[i], rpsRounds[i]/tpsRounds[i])
+	}
+	fmt.Printf("throughput, mean of the rounds: HTTP %.0f requests/s, pgbench %.0f transactions/s: ratio %.2f (target >= 0.50)\n",
 		rps, tps, tpsRatio)
 	fmt.Printf("CPU of this process (service and load generator) per request: %s\n", cpuPerReq.Round(100*time.Nanosecond))
-	fmt.Printf("pgbench script (the statement each request runs):\n%s\n", indent(script))
+	if n, sum, err := histogramTotals("forum_page_query_batch_size"); err == nil && n > 0 {
+		fmt.Printf("page queries per database round trip (whole run): mean %.2f over %d round trips\n", sum/float64(n), n)
+	}
+	fmt.Printf("pgbench script (the statement each request runs):\n%s\n", indent(pg.script))
 
 	var missed []string
 	if latencyRatio > 1.5 {
@@ -333,47 +333,121 @@ func envOr(k, def string) string {
 
 var tpsLine = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
 
-// pgbench runs the service's page statement with the same parameters the HTTP run used: random
-// pages of the conversation, for the reader, in the prepared protocol (as pgx uses it).
-func pgbench(dbURL string, lastPage, clients int, d time.Duration) (float64, string, error) {
+// pgbenchRunner runs the service's page statement with the same parameters the HTTP run uses:
+// random pages of the conversation, for the reader, in the prepared protocol (as pgx uses it).
+type pgbenchRunner struct {
+	dbURL             string
+	lastPage, clients int
+	script, dir       string
+}
+
+func (p *pgbenchRunner) prepare() error {
 	// The service's statement text, its parameters as pgbench variables, passed as parameters of
 	// the prepared statement exactly as pgx passes them.
 	stmt := strings.TrimSpace(store.PageSQL)
 	for _, v := range []string{":conv", ":page", ":page", ":conv", ":uid"} {
 		stmt = strings.Replace(stmt, "?", v, 1)
 	}
-	script := fmt.Sprintf("\\set page random(1, %d)\n\\set conv %d\n\\set uid %d\n%s;\n",
-		lastPage, convID, userID, strings.Join(strings.Fields(stmt), " "))
+	p.script = fmt.Sprintf("\\set page random(1, %d)\n\\set conv %d\n\\set uid %d\n%s;\n",
+		p.lastPage, convID, userID, strings.Join(strings.Fields(stmt), " "))
 	dir, err := os.MkdirTemp("", "forum-bench")
 	if err != nil {
-		return 0, "", err
+		return err
 	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "page.sql")
-	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
-		return 0, "", err
-	}
-	u, err := url.Parse(dbURL)
+	p.dir = dir
+	return os.WriteFile(filepath.Join(dir, "page.sql"), []byte(p.script), 0o644)
+}
+
+func (p *pgbenchRunner) cleanup() { _ = os.RemoveAll(p.dir) }
+
+// run runs pgbench for d and returns its transactions per second (without connection time).
+func (p *pgbenchRunner) run(d time.Duration) (float64, error) {
+	u, err := url.Parse(p.dbURL)
 	if err != nil {
-		return 0, "", err
+		return 0, err
 	}
-	args := []string{"-n", "-M", "prepared", "-T", strconv.Itoa(int(d.Seconds())), "-c", strconv.Itoa(clients),
-		"-j", strconv.Itoa(runtime.NumCPU()), "-f", path, "-h", u.Hostname(), "-p", portOr(u, "5432"), "-U", u.User.Username(),
-		strings.TrimPrefix(u.Path, "/")}
+	args := []string{"-n", "-M", "prepared", "-T", strconv.Itoa(max(int(d.Seconds()), 1)), "-c", strconv.Itoa(p.clients),
+		"-j", strconv.Itoa(runtime.NumCPU()), "-f", filepath.Join(p.dir, "page.sql"), "-h", u.Hostname(), "-p", portOr(u, "5432"),
+		"-U", u.User.Username(), strings.TrimPrefix(u.Path, "/")}
 	cmd := exec.Command("pgbench", args...)
 	if pw, ok := u.User.Password(); ok {
 		cmd.Env = append(os.Environ(), "PGPASSWORD="+pw)
 	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return 0, script, fmt.Errorf("pgbench: %w: %s", err, out)
+		return 0, fmt.Errorf("pgbench: %w: %s", err, out)
 	}
 	m := tpsLine.FindSubmatch(out)
 	if m == nil {
-		return 0, script, fmt.Errorf("pgbench: no tps in output: %s", out)
+		return 0, fmt.Errorf("pgbench: no tps in output: %s", out)
 	}
-	tps, err := strconv.ParseFloat(string(m[1]), 64)
-	return tps, script, err
+	return strconv.ParseFloat(string(m[1]), 64)
+}
+
+func mean(xs []float64) float64 {
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
+}
+
+// load is the HTTP side of the throughput run: one loadClient per concurrent client, each
+// requesting random pages, connections kept across rounds.
+type load struct {
+	clients  []*loadClient
+	rngs     []*rand.Rand
+	lastPage int
+}
+
+func newLoad(addr, path string, lastPage, n int) *load {
+	l := &load{lastPage: lastPage}
+	for i := range n {
+		l.clients = append(l.clients, newLoadClient(addr, path))
+		seed := uint64(i + 1)
+		l.rngs = append(l.rngs, rand.New(rand.NewPCG(seed, seed*7+1)))
+	}
+	return l
+}
+
+func (l *load) close() {
+	for _, c := range l.clients {
+		c.close()
+	}
+}
+
+// run requests pages from every client for d and returns the requests per second and this
+// process's CPU time per request. Any failed request fails the run.
+func (l *load) run(d time.Duration) (float64, time.Duration, error) {
+	var ok, failed atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	var before, after syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	start := time.Now()
+	deadline := start.Add(d)
+	for i, c := range l.clients {
+		wg.Add(1)
+		go func(c *loadClient, rng *rand.Rand) {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				if err := c.get(1 + rng.IntN(l.lastPage)); err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+					continue
+				}
+				ok.Add(1)
+			}
+		}(c, l.rngs[i])
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	if failed.Load() > 0 {
+		return 0, 0, fmt.Errorf("%d HTTP requests failed during the throughput run, the first: %v", failed.Load(), firstErr.Load())
+	}
+	cpu := func(r syscall.Rusage) time.Duration { return time.Duration(r.Utime.Nano() + r.Stime.Nano()) }
+	return float64(ok.Load()) / elapsed.Seconds(), (cpu(after) - cpu(before)) / time.Duration(max(ok.Load(), 1)), nil
 }
 
 func portOr(u *url.URL, def string) string {
@@ -477,6 +551,21 @@ func (c *loadClient) readResponse() error {
 	}
 	_, err = c.br.Discard(length)
 	return err
+}
+
+// histogramTotals returns the sample count and sum of a histogram of the default registry.
+func histogramTotals(name string) (uint64, float64, error) {
+	families, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 && f.GetMetric()[0].GetHistogram() != nil {
+			h := f.GetMetric()[0].GetHistogram()
+			return h.GetSampleCount(), h.GetSampleSum(), nil
+		}
+	}
+	return 0, 0, fmt.Errorf("no histogram %s", name)
 }
 
 // writeAllocProfile writes the allocations since the program started (pprof -sample_index

@@ -169,7 +169,7 @@ func apikeyCreate(ctx context.Context, cfg app.Config, args []string, stdout, st
 		return err
 	}
 	defer app.Close(gdb)
-	st, err := store.New(gdb)
+	st, err := store.New(gdb, store.Options{})
 	if err != nil {
 		return err
 	}

@@ -169,23 +169,20 @@ func TestCommands(t *testing.T) {
 }
 
 func TestBadConfiguration(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "migrate")
-	cmd.Env = append(os.Environ(), "FORUM_SVC_RUN_MAIN=1", "RATE_LIMIT_PER_MINUTE=lots")
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	err := cmd.Run()
-	ee, ok := err.(*exec.ExitError)
-	if !ok || ee.ExitCode() == 0 {
-		t.Fatalf("bad RATE_LIMIT_PER_MINUTE accepted: %v", err)
+	for _, c := range []struct{ env, want string }{
+		{"RATE_LIMIT_PER_MINUTE=lots", "RATE_LIMIT_PER_MINUTE"},
+		{"DATABASE_URL=mysql://x", "DATABASE_URL"},
+		{"PAGE_QUERY_CONCURRENCY=0", "PAGE_QUERY_CONCURRENCY"},
+		{"PAGE_QUERY_CONCURRENCY=four", "PAGE_QUERY_CONCURRENCY"},
+	} {
+		cmd := exec.Command(os.Args[0], "migrate")
+		cmd.Env = append(os.Environ(), "FORUM_SVC_RUN_MAIN=1", c.env)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 {
+			t.Fatalf("bad %s accepted: %v", c.env, err)
+		}
+		oneLineError(t, errb.String(), 1, c.want)
 	}
-	oneLineError(t, errb.String(), 1, "RATE_LIMIT_PER_MINUTE")
-	cmd = exec.Command(os.Args[0], "migrate")
-	cmd.Env = append(os.Environ(), "FORUM_SVC_RUN_MAIN=1", "DATABASE_URL=mysql://x")
-	errb.Reset()
-	cmd.Stderr = &errb
-	err = cmd.Run()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() == 0 {
-		t.Fatalf("bad DATABASE_URL accepted: %v", err)
-	}
-	oneLineError(t, errb.String(), 1, "DATABASE_URL")
 }

@@ -1,6 +1,7 @@
-// Package store is forum-svc's persistence on PostgreSQL or SQLite (one code path, two
-// dialects). The request-path reads go straight to database/sql with statements written once
-// and rebound for the dialect; the rarer writes (CLI) go through GORM.
+// Package store is forum-svc's persistence on PostgreSQL or SQLite. The request-path reads go
+// straight to database/sql with statements written once and rebound for the dialect, except the
+// message page on PostgreSQL, which goes through pgx and may share pipelines with concurrent
+// requests (pgpage.go, pagebatch.go); the rarer writes (CLI) go through GORM.
 package store
 
 import (
@@ -21,9 +22,10 @@ import (
 
 // Store implements conversation.Store and auth.Store.
 type Store struct {
-	gdb *gorm.DB
-	sql *sql.DB
-	q   queries
+	gdb   *gorm.DB
+	sql   *sql.DB
+	q     queries
+	pages *pageBatcher // PostgreSQL only
 }
 
 var (
@@ -31,13 +33,36 @@ var (
 	_ auth.Store         = (*Store)(nil)
 )
 
+// Options tune a Store; the zero value is the default.
+type Options struct {
+	// PageQueryConcurrency is how many message-page queries (or pipelines of them) run on
+	// PostgreSQL at once; page requests beyond it are queued and pipelined (pagebatch.go).
+	// 0 means DefaultPageQueryConcurrency.
+	PageQueryConcurrency int
+}
+
+// DefaultPageQueryConcurrency suits a database server of a few cores; raise it for a bigger one.
+const DefaultPageQueryConcurrency = 4
+
+// maxPageBatch bounds a pipeline, so that a queued request waits for at most this many others.
+const maxPageBatch = 16
+
 // New wraps a database opened by shared/db.
-func New(gdb *gorm.DB) (*Store, error) {
+func New(gdb *gorm.DB, opts Options) (*Store, error) {
 	sqlDB, err := gdb.DB()
 	if err != nil {
 		return nil, err
 	}
-	return &Store{gdb: gdb, sql: sqlDB, q: newQueries(db.IsPostgres(gdb))}, nil
+	pg := db.IsPostgres(gdb)
+	st := &Store{gdb: gdb, sql: sqlDB, q: newQueries(pg)}
+	if pg {
+		concurrency := opts.PageQueryConcurrency
+		if concurrency <= 0 {
+			concurrency = DefaultPageQueryConcurrency
+		}
+		st.pages = newPageBatcher(concurrency, maxPageBatch, st.runPages)
+	}
+	return st, nil
 }
 
 // GORM returns the GORM handle (for seed and CLI commands).
@@ -146,6 +171,14 @@ func Rebind(q string, postgres bool) string {
 
 // MessagePage implements conversation.Store.
 func (s *Store) MessagePage(ctx context.Context, conversationID, userID, page int64) (conversation.PageRows, error) {
+	if s.pages != nil {
+		return s.messagePagePostgres(ctx, conversationID, userID, page)
+	}
+	return s.messagePageSQL(ctx, conversationID, userID, page)
+}
+
+// messagePageSQL is MessagePage through database/sql, for SQLite (any driver).
+func (s *Store) messagePageSQL(ctx context.Context, conversationID, userID, page int64) (conversation.PageRows, error) {
 	rows, err := s.sql.QueryContext(ctx, s.q.page, conversationID, page, page, conversationID, userID)
 	if err != nil {
 		return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
