@@ -23,6 +23,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for the admin connection
 	"github.com/testcontainers/testcontainers-go"
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
+	"gorm.io/gorm"
 
 	"forumstats.local/shared/db"
 	"forumstats.local/shared/migrate"
@@ -151,6 +152,21 @@ func PackageDB(sets ...migrate.Set) (string, func(), error) {
 		}
 	}
 	return dbURL, cleanup, nil
+}
+
+// OpenDB opens url with shared/db and closes the pool when the test ends.
+func OpenDB(t interface {
+	Helper()
+	Fatalf(string, ...any)
+	Cleanup(func())
+}, url string) *gorm.DB {
+	t.Helper()
+	gdb, err := db.Open(context.Background(), url, nil)
+	if err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	t.Cleanup(func() { db.Close(gdb) })
+	return gdb
 }
 
 // NewDatabase is PackageDB for a test that wants a database of its own; it is dropped when

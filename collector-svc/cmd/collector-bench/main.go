@@ -175,7 +175,7 @@ func run(o options) (err error) {
 	if err != nil {
 		return err
 	}
-	defer closeDB(gdb)
+	defer db.Close(gdb)
 	if _, err := migrate.Up(ctx, gdb, reports.Migrations); err != nil {
 		return err
 	}
@@ -638,16 +638,16 @@ func createDatabase(ctx context.Context, adminURL, name string) (string, func(),
 	exec := func(ctx context.Context, q string) error { return admin.WithContext(ctx).Exec(q).Error }
 	dropQ := `DROP DATABASE IF EXISTS "` + name + `" WITH (FORCE)`
 	if err := exec(ctx, dropQ); err != nil {
-		closeDB(admin)
+		db.Close(admin)
 		return "", nil, err
 	}
 	if err := exec(ctx, `CREATE DATABASE "`+name+`"`); err != nil {
-		closeDB(admin)
+		db.Close(admin)
 		return "", nil, err
 	}
 	u, err := url.Parse(adminURL)
 	if err != nil {
-		closeDB(admin)
+		db.Close(admin)
 		return "", nil, err
 	}
 	u.Path = "/" + name
@@ -657,15 +657,9 @@ func createDatabase(ctx context.Context, adminURL, name string) (string, func(),
 		if err := exec(ctx, dropQ); err != nil {
 			fmt.Fprintf(os.Stderr, "collector-bench: drop database %s: %v\n", name, err)
 		}
-		closeDB(admin)
+		db.Close(admin)
 	}
 	return u.String(), drop, nil
-}
-
-func closeDB(gdb *gorm.DB) {
-	if sqlDB, err := gdb.DB(); err == nil {
-		sqlDB.Close()
-	}
 }
 
 func loadAvg() string {

@@ -16,7 +16,6 @@ import (
 	"forumstats.local/collector-svc/internal/catalog"
 	"forumstats.local/collector-svc/internal/discord"
 	"forumstats.local/collector-svc/internal/store"
-	"forumstats.local/shared/db"
 	"forumstats.local/shared/reports"
 	"forumstats.local/shared/testutil"
 )
@@ -211,16 +210,7 @@ type env struct {
 
 func newEnv(t *testing.T, now string, servers ...catalog.Entry) *env {
 	t.Helper()
-	u := testutil.NewDatabase(t, reports.Migrations)
-	gdb, err := db.Open(context.Background(), u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if sqlDB, err := gdb.DB(); err == nil {
-			sqlDB.Close()
-		}
-	})
+	gdb := testutil.OpenDB(t, testutil.NewDatabase(t, reports.Migrations))
 	st := store.New(gdb, nil, nil)
 	if len(servers) == 0 {
 		servers = []catalog.Entry{{Number: 1, Name: "Alpha", GuildID: guildA}, {Number: 2, Name: "Beta", GuildID: guildB}}

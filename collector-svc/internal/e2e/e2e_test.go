@@ -22,12 +22,9 @@ import (
 	"testing"
 	"time"
 
-	"gorm.io/gorm"
-
 	"forumstats.local/collector-svc/internal/discord"
 	"forumstats.local/collector-svc/internal/fakediscord"
 	"forumstats.local/collector-svc/internal/window"
-	"forumstats.local/shared/db"
 	"forumstats.local/shared/reports"
 	"forumstats.local/shared/testutil"
 )
@@ -184,20 +181,6 @@ func waitHTTP(t *testing.T, u string, p *proc) {
 	t.Fatalf("%s did not answer %s:\n%s", p.name, u, p.out.String())
 }
 
-func openDB(t *testing.T, u string) *gorm.DB {
-	t.Helper()
-	gdb, err := db.Open(context.Background(), u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if sqlDB, err := gdb.DB(); err == nil {
-			sqlDB.Close()
-		}
-	})
-	return gdb
-}
-
 // The statistics answer, as much of it as the tests read.
 type channel struct {
 	ID       string `json:"id"`
@@ -336,7 +319,7 @@ func TestRunOnceThenStats(t *testing.T) {
 	}
 	t.Logf("run-once (first collection, 3 servers) took %s: %s", time.Since(began).Round(time.Millisecond), strings.TrimSpace(out))
 
-	gdb := openDB(t, dbURL)
+	gdb := testutil.OpenDB(t, dbURL)
 	var st reports.CollectorState
 	if err := gdb.First(&st).Error; err != nil {
 		t.Fatal(err)
@@ -535,7 +518,7 @@ func TestStandbyTakesOver(t *testing.T) {
 		t.Fatalf("two writers? A %v, B %v", metrics(addrA), mb)
 	}
 
-	gdb := openDB(t, dbURL)
+	gdb := testutil.OpenDB(t, dbURL)
 	if err := a.cmd.Process.Kill(); err != nil { // SIGKILL: no chance to release anything
 		t.Fatal(err)
 	}

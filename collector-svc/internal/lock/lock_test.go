@@ -7,9 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"gorm.io/gorm"
-
-	"forumstats.local/shared/db"
 	"forumstats.local/shared/reports"
 	"forumstats.local/shared/testutil"
 )
@@ -18,28 +15,14 @@ var pgURL string
 
 func TestMain(m *testing.M) { testutil.Main(m, &pgURL, reports.Migrations) }
 
-func open(t *testing.T, url string) *gorm.DB {
-	t.Helper()
-	gdb, err := db.Open(context.Background(), url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if sqlDB, err := gdb.DB(); err == nil {
-			sqlDB.Close()
-		}
-	})
-	return gdb
-}
-
 // pair returns two locks on the same database, as two processes would hold them.
 func pair(t *testing.T, url string) (*Lock, *Lock) {
 	t.Helper()
-	a, err := New(open(t, url), url, 50*time.Millisecond, nil)
+	a, err := New(testutil.OpenDB(t, url), url, 50*time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(open(t, url), url, 50*time.Millisecond, nil)
+	b, err := New(testutil.OpenDB(t, url), url, 50*time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +86,7 @@ func TestConnectionLoss(t *testing.T) {
 	if err := a.conn.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
 		t.Fatal(err)
 	}
-	admin := open(t, pgURL)
+	admin := testutil.OpenDB(t, pgURL)
 	if err := admin.Exec("SELECT pg_terminate_backend(?)", pid).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +117,7 @@ func TestAcquireHonoursContext(t *testing.T) {
 }
 
 func TestNewRejectsUnknownSQLitePath(t *testing.T) {
-	gdb := open(t, "sqlite:"+filepath.Join(t.TempDir(), "x.db"))
+	gdb := testutil.OpenDB(t, "sqlite:"+filepath.Join(t.TempDir(), "x.db"))
 	if _, err := New(gdb, "postgres://elsewhere", time.Second, nil); err == nil {
 		t.Fatal("accepted a URL that names no SQLite file")
 	}

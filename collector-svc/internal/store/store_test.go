@@ -13,7 +13,6 @@ import (
 
 	"forumstats.local/collector-svc/internal/catalog"
 	"forumstats.local/collector-svc/internal/window"
-	"forumstats.local/shared/db"
 	"forumstats.local/shared/migrate"
 	sharedrdb "forumstats.local/shared/rdb"
 	"forumstats.local/shared/reports"
@@ -29,34 +28,18 @@ func TestMain(m *testing.M) {
 // newPG opens a fresh, migrated PostgreSQL database for one test.
 func newPG(t *testing.T) *gorm.DB {
 	t.Helper()
-	u := testutil.NewDatabase(t, reports.Migrations)
-	gdb, err := db.Open(context.Background(), u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeDB(gdb) })
-	return gdb
+	return testutil.OpenDB(t, testutil.NewDatabase(t, reports.Migrations))
 }
 
 // newSQLite opens a fresh, migrated SQLite database for one test.
 func newSQLite(t *testing.T) *gorm.DB {
 	t.Helper()
 	ctx := context.Background()
-	gdb, err := db.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "stats.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeDB(gdb) })
+	gdb := testutil.OpenDB(t, "sqlite:"+filepath.Join(t.TempDir(), "stats.db"))
 	if _, err := migrate.Up(ctx, gdb, reports.Migrations); err != nil {
 		t.Fatal(err)
 	}
 	return gdb
-}
-
-func closeDB(gdb *gorm.DB) {
-	if sqlDB, err := gdb.DB(); err == nil {
-		sqlDB.Close()
-	}
 }
 
 // both runs fn against PostgreSQL and SQLite.

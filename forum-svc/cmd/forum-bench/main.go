@@ -93,7 +93,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer app.Close(gdb)
+	defer db.Close(gdb)
 	if err := fill(ctx, gdb, *messages); err != nil {
 		return fmt.Errorf("fill: %w", err)
 	}
@@ -242,22 +242,22 @@ func createDatabase(ctx context.Context, adminURL string) (string, func(), error
 	}
 	exec := func(q string) error { return admin.Exec(q).Error }
 	if err := exec(`DROP DATABASE IF EXISTS ` + database + ` WITH (FORCE)`); err != nil {
-		app.Close(admin)
+		db.Close(admin)
 		return "", nil, err
 	}
 	if err := exec(`CREATE DATABASE ` + database); err != nil {
-		app.Close(admin)
+		db.Close(admin)
 		return "", nil, err
 	}
 	u, err := url.Parse(adminURL)
 	if err != nil {
-		app.Close(admin)
+		db.Close(admin)
 		return "", nil, err
 	}
 	u.Path = "/" + database
 	drop := func() {
 		_ = exec(`DROP DATABASE IF EXISTS ` + database + ` WITH (FORCE)`)
-		app.Close(admin)
+		db.Close(admin)
 	}
 	return u.String(), drop, nil
 }

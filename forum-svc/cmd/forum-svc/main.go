@@ -27,6 +27,7 @@ import (
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/seed"
 	"forumstats.local/forum-svc/internal/store"
+	"forumstats.local/shared/db"
 	"forumstats.local/shared/logging"
 	"forumstats.local/shared/server"
 )
@@ -71,7 +72,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		app.Close(gdb)
+		db.Close(gdb)
 		fmt.Fprintln(stdout, "migrations are up to date")
 		return nil
 	case "seed":
@@ -124,7 +125,7 @@ func seedCmd(ctx context.Context, cfg app.Config, args []string, stdout io.Write
 	if err != nil {
 		return err
 	}
-	defer app.Close(gdb)
+	defer db.Close(gdb)
 	sum, err := seed.Load(ctx, gdb, f, time.Now())
 	if seed.IsRefusal(err) {
 		return fmt.Errorf("seed: %s: refused, nothing written: %w", *file, err)
@@ -168,7 +169,7 @@ func apikeyCreate(ctx context.Context, cfg app.Config, args []string, stdout, st
 	if err != nil {
 		return err
 	}
-	defer app.Close(gdb)
+	defer db.Close(gdb)
 	st, err := store.New(gdb, store.Options{})
 	if err != nil {
 		return err
@@ -220,7 +221,7 @@ func optionsSet(ctx context.Context, cfg app.Config, name, value string, stdout 
 	if err != nil {
 		return err
 	}
-	defer app.Close(gdb)
+	defer db.Close(gdb)
 	if err := store.SetMessagesPerPage(ctx, gdb, n); err != nil {
 		return fmt.Errorf("options set: %w", err)
 	}

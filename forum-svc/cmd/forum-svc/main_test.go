@@ -14,6 +14,7 @@ import (
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/ratelimit"
 	"forumstats.local/forum-svc/migrations"
+	"forumstats.local/shared/db"
 	"forumstats.local/shared/testutil"
 )
 
@@ -92,7 +93,7 @@ func TestCommands(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer app.Close(gdb)
+		defer db.Close(gdb)
 		svc, err := app.NewService(gdb, nil, ratelimit.Config{PerMinute: 600, Burst: 60}, nil, app.Options{})
 		if err != nil {
 			t.Fatal(err)

@@ -76,7 +76,7 @@ func OpenDB(ctx context.Context, url string, log *slog.Logger) (*gorm.DB, error)
 		return nil, err
 	}
 	if err := Migrate(ctx, gdb, log); err != nil {
-		Close(gdb)
+		db.Close(gdb)
 		return nil, err
 	}
 	return gdb, nil
@@ -94,13 +94,6 @@ func Migrate(ctx context.Context, gdb *gorm.DB, log *slog.Logger) error {
 		}
 	}
 	return nil
-}
-
-// Close closes a database opened by OpenDB.
-func Close(gdb *gorm.DB) {
-	if sqlDB, err := gdb.DB(); err == nil {
-		_ = sqlDB.Close()
-	}
 }
 
 // Service is the assembled HTTP service.
@@ -148,7 +141,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	defer Close(gdb)
+	defer db.Close(gdb)
 	if cfg.MigrateOnStart {
 		if err := Migrate(ctx, gdb, log); err != nil {
 			return err

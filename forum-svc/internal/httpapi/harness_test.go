@@ -139,7 +139,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { app.Close(gdb) })
+	t.Cleanup(func() { db.Close(gdb) })
 	f, err := seed.Parse(strings.NewReader(fixture()))
 	if err != nil {
 		t.Fatal(err)
@@ -290,7 +290,7 @@ func openSQLite(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app.Close(gdb)
+	db.Close(gdb)
 	return u
 }
 

@@ -16,6 +16,7 @@ import (
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/seed"
 	"forumstats.local/forum-svc/migrations"
+	"forumstats.local/shared/db"
 	"forumstats.local/shared/testutil"
 )
 
@@ -49,7 +50,7 @@ func dialects(t *testing.T, body func(t *testing.T, gdb *gorm.DB)) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { app.Close(gdb) })
+		t.Cleanup(func() { db.Close(gdb) })
 		return gdb
 	}
 	t.Run("postgres", func(t *testing.T) { body(t, open(t, testutil.NewDatabase(t, migrations.Set))) })

@@ -17,7 +17,6 @@ import (
 
 	"forumstats.local/forum-svc/internal/conversation"
 	"forumstats.local/forum-svc/migrations"
-	"forumstats.local/shared/db"
 	"forumstats.local/shared/testutil"
 )
 
@@ -33,11 +32,7 @@ var fixtureOnce sync.Once
 func openStore(t *testing.T, opts Options) *Store {
 	t.Helper()
 	ctx := context.Background()
-	gdb, err := db.Open(ctx, pgURL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close(gdb) })
+	gdb := testutil.OpenDB(t, pgURL)
 	var fillErr error
 	fixtureOnce.Do(func() {
 		for _, q := range []string{

@@ -119,7 +119,7 @@ func TestInternalError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeDB(gdb) })
+	t.Cleanup(func() { db.Close(gdb) })
 	s := newStack(t, gdb, stackOptions{direct: true})
 	for _, target := range []string{statsPath, statsPath + "?period=week", iconsPath + "?server=1"} {
 		r := do(t, "GET", s.url+target)
@@ -373,7 +373,7 @@ func TestSQLiteMatchesPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeDB(lite) })
+	t.Cleanup(func() { db.Close(lite) })
 	if err := migrateUp(lite); err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +403,7 @@ func TestSplitAggregateSmallPool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeDB(gdb) })
+	t.Cleanup(func() { db.Close(gdb) })
 	sqlDB, _ := gdb.DB()
 	sqlDB.SetMaxOpenConns(2)
 	s := newStack(t, gdb, stackOptions{direct: true})

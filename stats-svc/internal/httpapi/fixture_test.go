@@ -16,7 +16,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
-	"forumstats.local/shared/db"
 	"forumstats.local/shared/migrate"
 	"forumstats.local/shared/reports"
 	"forumstats.local/shared/server"
@@ -53,11 +52,7 @@ var seeded atomic.Bool
 // pgDB opens the package database, seeding the fixture on first use.
 func pgDB(t *testing.T) *gorm.DB {
 	t.Helper()
-	gdb, err := db.Open(context.Background(), pgURL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeDB(gdb) })
+	gdb := testutil.OpenDB(t, pgURL)
 	if seeded.CompareAndSwap(false, true) {
 		seed(t, gdb)
 	}
@@ -67,12 +62,6 @@ func pgDB(t *testing.T) *gorm.DB {
 func migrateUp(gdb *gorm.DB) error {
 	_, err := migrate.Up(context.Background(), gdb, reports.Migrations)
 	return err
-}
-
-func closeDB(gdb *gorm.DB) {
-	if sqlDB, err := gdb.DB(); err == nil {
-		sqlDB.Close()
-	}
 }
 
 func ptr[T any](v T) *T { return &v }
