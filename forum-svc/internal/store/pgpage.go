@@ -42,9 +42,6 @@ func (s *Store) runPages(ctx context.Context, calls []*pageCall) {
 }
 
 func (s *Store) runPagesOnce(ctx context.Context, calls []*pageCall) {
-	for _, c := range calls {
-		c.rows, c.err = conversation.PageRows{}, errPageNotRun
-	}
 	conn, err := s.sql.Conn(ctx)
 	if err != nil {
 		failPages(calls, err)
@@ -72,18 +69,15 @@ func (s *Store) runPagesOnce(ctx context.Context, calls []*pageCall) {
 			rows, err := results.Query()
 			c.rows, c.err = readPage(rows, err, c.conversationID)
 		}
-		return results.Close()
+		// Every call has its answer now (a failure shows in the rows of the call it hit); closing
+		// only ends the pipeline, and a connection it finds broken is dropped by the pool.
+		_ = results.Close()
+		return nil
 	})
-	if err != nil {
-		for _, c := range calls {
-			if c.err == nil || errors.Is(c.err, errPageNotRun) {
-				c.rows, c.err = conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
-			}
-		}
+	if err != nil { // the function did not run, or refused the connection: no call has an answer
+		failPages(calls, err)
 	}
 }
-
-var errPageNotRun = errors.New("read message page: not run")
 
 func failPages(calls []*pageCall, err error) {
 	for _, c := range calls {
