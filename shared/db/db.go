@@ -84,9 +84,6 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*gorm.DB, error) {
 	return gdb, nil
 }
 
-// IsPostgres tells whether db talks to PostgreSQL (as opposed to SQLite).
-func IsPostgres(db *gorm.DB) bool { return db.Dialector.Name() == "postgres" }
-
 // Ping checks that the database answers; it is the readiness check of every service.
 func Ping(db *gorm.DB) func(context.Context) error {
 	return func(ctx context.Context) error {

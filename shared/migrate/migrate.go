@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"gorm.io/gorm"
+
+	sdb "forumstats.local/shared/db"
 )
 
 // Set is one component's migrations.
@@ -34,14 +36,14 @@ const advisoryKey = 7235119
 
 // Up applies every pending migration of set in one transaction and returns the names applied.
 func Up(ctx context.Context, db *gorm.DB, set Set) ([]string, error) {
-	dialect := db.Dialector.Name()
-	migrations, err := load(set.FS, dialect)
+	dialect := sdb.DialectOf(db)
+	migrations, err := load(set.FS, dialect.Name)
 	if err != nil {
 		return nil, fmt.Errorf("migrations of %s: %w", set.Component, err)
 	}
 	var applied []string
 	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if dialect == "postgres" {
+		if dialect.AdvisoryLocks {
 			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", advisoryKey).Error; err != nil {
 				return fmt.Errorf("lock migrations: %w", err)
 			}

@@ -22,11 +22,16 @@ var migrationFS embed.FS
 // Migrations is the reports schema for migrate.Up.
 var Migrations = migrate.Set{Component: "reports", FS: mustSub(migrationFS, "migrations")}
 
-// Report statuses as stored. ("missing" is never stored: it is the absence of a report.)
+// Report statuses. ok and stale are stored; missing is never stored: readers compose it for the
+// absence of a report.
 const (
-	StatusOK    = "ok"
-	StatusStale = "stale"
+	StatusOK      = "ok"
+	StatusStale   = "stale"
+	StatusMissing = "missing"
 )
+
+// ValidStoredStatus reports whether s may be stored (and imported) as a report's status.
+func ValidStoredStatus(s string) bool { return s == StatusOK || s == StatusStale }
 
 // CatalogServer is one configured server.
 type CatalogServer struct {

@@ -136,23 +136,55 @@ func PackageDB(sets ...migrate.Set) (string, func(), error) {
 	if len(name) > 60 {
 		name = name[len(name)-60:]
 	}
-	if _, err := admin.ExecContext(ctx, fmt.Sprintf(`CREATE DATABASE %q TEMPLATE %q`, name, template)); err != nil {
-		return "", nil, fmt.Errorf("create test database: %w", err)
-	}
-	dbURL, err := withDatabase(base, name)
+	return CreateDatabase(ctx, base, name, template)
+}
+
+// CreateDatabase creates database name on the server of adminURL, as a copy of template when
+// template is not empty, after dropping a leftover of the same name. It returns the new
+// database's URL and a function that drops it. Tests, tools and benchmarks all create their
+// databases through it.
+func CreateDatabase(ctx context.Context, adminURL, name, template string) (string, func(), error) {
+	admin, err := sql.Open("pgx", adminURL)
 	if err != nil {
 		return "", nil, err
 	}
-	cleanup := func() {
+	defer admin.Close()
+	if err := dropDatabase(ctx, admin, name); err != nil {
+		return "", nil, err
+	}
+	stmt := "CREATE DATABASE " + quoteIdent(name)
+	if template != "" {
+		stmt += " TEMPLATE " + quoteIdent(template)
+	}
+	if _, err := admin.ExecContext(ctx, stmt); err != nil {
+		return "", nil, fmt.Errorf("create database %s: %w", name, err)
+	}
+	dbURL, err := withDatabase(adminURL, name)
+	if err != nil {
+		return "", nil, err
+	}
+	drop := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if conn, err := sql.Open("pgx", base); err == nil {
-			_, _ = conn.ExecContext(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %q WITH (FORCE)`, name))
+		if conn, err := sql.Open("pgx", adminURL); err == nil {
+			_ = dropDatabase(ctx, conn, name)
 			conn.Close()
 		}
 	}
-	return dbURL, cleanup, nil
+	return dbURL, drop, nil
 }
+
+// dropDatabase drops name if it exists, ending its sessions.
+func dropDatabase(ctx context.Context, conn interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, name string) error {
+	if _, err := conn.ExecContext(ctx, "DROP DATABASE IF EXISTS "+quoteIdent(name)+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("drop database %s: %w", name, err)
+	}
+	return nil
+}
+
+func quoteIdent(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
 // OpenDB opens url with shared/db and closes the pool when the test ends.
 func OpenDB(t interface {
@@ -204,11 +236,7 @@ func ensureTemplate(ctx context.Context, admin *sql.DB, base, template string, s
 		return nil
 	}
 	building := template + "_building"
-	_, _ = conn.ExecContext(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %q WITH (FORCE)`, building))
-	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`CREATE DATABASE %q`, building)); err != nil {
-		return err
-	}
-	u, err := withDatabase(base, building)
+	u, _, err := CreateDatabase(ctx, base, building, "")
 	if err != nil {
 		return err
 	}
@@ -224,7 +252,7 @@ func ensureTemplate(ctx context.Context, admin *sql.DB, base, template string, s
 	}
 	db.Close(gdb)
 	// Renamed only once complete, so a crash mid-build never leaves a half-migrated template.
-	_, err = conn.ExecContext(ctx, fmt.Sprintf(`ALTER DATABASE %q RENAME TO %q`, building, template))
+	_, err = conn.ExecContext(ctx, "ALTER DATABASE "+quoteIdent(building)+" RENAME TO "+quoteIdent(template))
 	return err
 }
 
