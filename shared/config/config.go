@@ -23,41 +23,32 @@ func String(key, def string) string {
 
 // Int returns key parsed as a decimal integer, or def when unset.
 func Int(key string, def int) (int, error) {
-	v := String(key, "")
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %q is not an integer", key, v)
-	}
-	return n, nil
+	return parsed(key, def, strconv.Atoi, "an integer")
 }
 
 // Bool returns key parsed with strconv.ParseBool, or def when unset.
 func Bool(key string, def bool) (bool, error) {
-	v := String(key, "")
-	if v == "" {
-		return def, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, fmt.Errorf("%s: %q is not a boolean", key, v)
-	}
-	return b, nil
+	return parsed(key, def, strconv.ParseBool, "a boolean")
 }
 
 // Duration returns key parsed with time.ParseDuration, or def when unset.
 func Duration(key string, def time.Duration) (time.Duration, error) {
+	return parsed(key, def, time.ParseDuration, "a duration")
+}
+
+// parsed returns key read by parse, or def when unset; a malformed value is an error that names
+// the variable, its value and what was expected.
+func parsed[T any](key string, def T, parse func(string) (T, error), what string) (T, error) {
 	v := String(key, "")
 	if v == "" {
 		return def, nil
 	}
-	d, err := time.ParseDuration(v)
+	x, err := parse(v)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %q is not a duration", key, v)
+		var zero T
+		return zero, fmt.Errorf("%s: %q is not %s", key, v, what)
 	}
-	return d, nil
+	return x, nil
 }
 
 // Common holds the settings every service reads.

@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for the admin connection
@@ -31,40 +30,19 @@ import (
 
 const localPostgres = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
-var (
-	pgOnce    sync.Once
-	pgBaseURL string
-	pgErr     error
-	pgCleanup = func() {}
-)
+var postgresSource = &source{
+	kind:  "PostgreSQL",
+	env:   "TEST_POSTGRES_URL",
+	local: localPostgres,
+	hint: "set TEST_POSTGRES_URL=postgres://user@host:port/db, or run a server on 127.0.0.1:5432 " +
+		"(user postgres, trust auth), or make a Docker engine available for testcontainers",
+	ping:      pingPostgres,
+	container: postgresContainer,
+}
 
 // PostgresURL returns the URL of an administrative database on a PostgreSQL server that tests
 // may create databases on.
-func PostgresURL() (string, error) {
-	pgOnce.Do(func() { pgBaseURL, pgErr = findPostgres() })
-	return pgBaseURL, pgErr
-}
-
-func findPostgres() (string, error) {
-	if u := os.Getenv("TEST_POSTGRES_URL"); u != "" {
-		if err := pingPostgres(u); err != nil {
-			return "", fmt.Errorf("TEST_POSTGRES_URL is set but does not answer: %w", err)
-		}
-		return u, nil
-	}
-	localErr := pingPostgres(localPostgres)
-	if localErr == nil {
-		return localPostgres, nil
-	}
-	u, cleanup, tcErr := postgresContainer()
-	if tcErr == nil {
-		pgCleanup = cleanup
-		return u, nil
-	}
-	return "", fmt.Errorf("no PostgreSQL for tests: set TEST_POSTGRES_URL=postgres://user@host:port/db, "+
-		"or run a server on 127.0.0.1:5432 (user postgres, trust auth), or make a Docker engine available "+
-		"for testcontainers (local: %v; testcontainers: %v)", localErr, tcErr)
-}
+func PostgresURL() (string, error) { return postgresSource.URL() }
 
 func pingPostgres(u string) error {
 	conn, err := sql.Open("pgx", u)
@@ -78,12 +56,7 @@ func pingPostgres(u string) error {
 }
 
 func postgresContainer() (u string, cleanup func(), err error) {
-	defer func() {
-		// Older testcontainers versions panic when no Docker host can be found.
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
-		}
-	}()
+	defer recoverContainerPanic(&err)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c, err := tcpostgres.Run(ctx, "postgres:16-alpine",
@@ -267,8 +240,16 @@ func withDatabase(base, name string) (string, error) {
 
 // CleanupContainers stops containers started for this test process; call it at the end of TestMain.
 func CleanupContainers() {
-	pgCleanup()
-	redisCleanup()
+	postgresSource.stop()
+	redisSource.stop()
+}
+
+// Run is TestMain for a package whose tests find their servers themselves: it runs the tests,
+// stops any container started for them, and exits with the tests' code.
+func Run(m interface{ Run() int }) {
+	code := m.Run()
+	CleanupContainers()
+	os.Exit(code)
 }
 
 // Main is TestMain for a package whose tests share one database: it creates the database from

@@ -2,9 +2,6 @@ package testutil
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -14,40 +11,19 @@ import (
 
 const localRedis = "redis://127.0.0.1:6379/0"
 
-var (
-	redisOnce    sync.Once
-	redisURL     string
-	redisErr     error
-	redisCleanup = func() {}
-)
+var redisSource = &source{
+	kind:  "Redis",
+	env:   "TEST_REDIS_URL",
+	local: localRedis,
+	hint: "set TEST_REDIS_URL=redis://host:port/db, or run redis-server on 127.0.0.1:6379, " +
+		"or make a Docker engine available for testcontainers",
+	ping:      pingRedis,
+	container: redisContainer,
+}
 
 // RedisURL returns the URL of a Redis server for tests. Packages share it: use a unique key
 // prefix per test.
-func RedisURL() (string, error) {
-	redisOnce.Do(func() { redisURL, redisErr = findRedis() })
-	return redisURL, redisErr
-}
-
-func findRedis() (string, error) {
-	if u := os.Getenv("TEST_REDIS_URL"); u != "" {
-		if err := pingRedis(u); err != nil {
-			return "", fmt.Errorf("TEST_REDIS_URL is set but does not answer: %w", err)
-		}
-		return u, nil
-	}
-	localErr := pingRedis(localRedis)
-	if localErr == nil {
-		return localRedis, nil
-	}
-	u, cleanup, tcErr := redisContainer()
-	if tcErr == nil {
-		redisCleanup = cleanup
-		return u, nil
-	}
-	return "", fmt.Errorf("no Redis for tests: set TEST_REDIS_URL=redis://host:port/db, or run redis-server "+
-		"on 127.0.0.1:6379, or make a Docker engine available for testcontainers (local: %v; testcontainers: %v)",
-		localErr, tcErr)
-}
+func RedisURL() (string, error) { return redisSource.URL() }
 
 func pingRedis(u string) error {
 	opts, err := redis.ParseURL(u)
@@ -62,11 +38,7 @@ func pingRedis(u string) error {
 }
 
 func redisContainer() (u string, cleanup func(), err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
-		}
-	}()
+	defer recoverContainerPanic(&err)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c, err := tcredis.Run(ctx, "redis:7-alpine")
