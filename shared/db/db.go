@@ -5,6 +5,7 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"log/slog"
 	"os"
@@ -26,53 +27,19 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*gorm.DB, error) {
 		TranslateError: true,
 		NowFunc:        func() time.Time { return time.Now().UTC() },
 	}
-	var (
-		gdb *gorm.DB
-		err error
-	)
-	switch {
-	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		gdb, err = gorm.Open(postgres.Open(url), cfg)
-		if err != nil {
-			return nil, fmt.Errorf("open postgres: %w", err)
-		}
-		sqlDB, err := gdb.DB()
-		if err != nil {
-			return nil, err
-		}
-		sqlDB.SetMaxOpenConns(25)
-		sqlDB.SetMaxIdleConns(25)
-		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
-	case strings.HasPrefix(url, "sqlite:"):
-		path := strings.TrimPrefix(url, "sqlite:")
-		path = strings.TrimPrefix(path, "//")
-		if path == "" {
-			return nil, fmt.Errorf("DATABASE_URL %q: sqlite needs a file path", url)
-		}
-		if dir := filepath.Dir(path); dir != "." {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return nil, fmt.Errorf("create database directory: %w", err)
-			}
-		}
-		dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
-		gdb, err = gorm.Open(sqlite.Open(dsn), cfg)
-		if err != nil {
-			return nil, fmt.Errorf("open sqlite: %w", err)
-		}
-		sqlDB, err := gdb.DB()
-		if err != nil {
-			return nil, err
-		}
-		// One connection serialises writers inside the process; busy_timeout covers the other
-		// process (stats-svc and collector-svc share the file).
-		sqlDB.SetMaxOpenConns(1)
-	default:
-		return nil, fmt.Errorf("DATABASE_URL %q: want postgres://, postgresql:// or sqlite:PATH", redact(url))
+	dialector, pool, err := dialectorFor(url)
+	if err != nil {
+		return nil, err
+	}
+	gdb, err := gorm.Open(dialector, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dialector.Name(), err)
 	}
 	sqlDB, err := gdb.DB()
 	if err != nil {
 		return nil, err
 	}
+	pool(sqlDB)
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := sqlDB.PingContext(pingCtx); err != nil {
@@ -82,6 +49,33 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*gorm.DB, error) {
 		log.Debug("database opened", "dialect", gdb.Dialector.Name())
 	}
 	return gdb, nil
+}
+
+// dialectorFor picks the GORM dialector of url and the pool settings that suit its database.
+func dialectorFor(url string) (gorm.Dialector, func(*sql.DB), error) {
+	switch {
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		return postgres.Open(url), func(p *sql.DB) {
+			p.SetMaxOpenConns(25)
+			p.SetMaxIdleConns(25)
+			p.SetConnMaxIdleTime(5 * time.Minute)
+		}, nil
+	case strings.HasPrefix(url, "sqlite:"):
+		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
+		if path == "" {
+			return nil, nil, fmt.Errorf("DATABASE_URL %q: sqlite needs a file path", url)
+		}
+		if dir := filepath.Dir(path); dir != "." {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, nil, fmt.Errorf("create database directory: %w", err)
+			}
+		}
+		dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		// One connection serialises writers inside the process; busy_timeout covers the other
+		// process (stats-svc and collector-svc share the file).
+		return sqlite.Open(dsn), func(p *sql.DB) { p.SetMaxOpenConns(1) }, nil
+	}
+	return nil, nil, fmt.Errorf("DATABASE_URL %q: want postgres://, postgresql:// or sqlite:PATH", redact(url))
 }
 
 // Ping checks that the database answers; it is the readiness check of every service.
