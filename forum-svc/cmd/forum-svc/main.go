@@ -6,28 +6,22 @@
 //	forum-svc apikey create --type user|super|guest [--user-id N] --scopes a,b [--expires-at UNIX]
 //	forum-svc options set NAME VALUE
 //
-// Every command exits 0 on success and 1 with a one-line error on stderr otherwise. Commands
-// other than serve apply pending migrations first.
+// Every command exits 0 on success and 1 with a one-line error on stderr otherwise. `migrate`
+// applies pending migrations; every other command does so first unless MIGRATE_ON_START=false.
+// This file is flags, dispatch and signals only; internal/app runs the commands.
 package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"forumstats.local/forum-svc/internal/app"
-	"forumstats.local/forum-svc/internal/auth"
-	"forumstats.local/forum-svc/internal/seed"
-	"forumstats.local/forum-svc/internal/store"
-	"forumstats.local/shared/db"
 	"forumstats.local/shared/logging"
 	"forumstats.local/shared/server"
 )
@@ -68,11 +62,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if len(args) > 0 {
 			return errors.New(usage)
 		}
-		gdb, err := app.OpenDB(ctx, cfg.DatabaseURL, log)
-		if err != nil {
+		if err := app.Migrate(ctx, cfg, log); err != nil {
 			return err
 		}
-		db.Close(gdb)
 		fmt.Fprintln(stdout, "migrations are up to date")
 		return nil
 	case "seed":
@@ -86,7 +78,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if len(args) != 3 || args[0] != "set" {
 			return errors.New(usage)
 		}
-		return optionsSet(ctx, cfg, args[1], args[2], stdout)
+		n, err := app.SetOption(ctx, cfg, args[1], args[2])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s = %d\n", args[1], n)
+		return nil
 	default:
 		return fmt.Errorf("unknown command %q; %s", cmd, usage)
 	}
@@ -112,26 +109,9 @@ func seedCmd(ctx context.Context, cfg app.Config, args []string, stdout io.Write
 	if *file == "" {
 		return errors.New("seed: --file is required")
 	}
-	fh, err := os.Open(*file)
-	if err != nil {
-		return fmt.Errorf("seed: %w", err)
-	}
-	defer fh.Close()
-	f, err := seed.Parse(fh)
-	if err != nil {
-		return fmt.Errorf("seed: %s: refused, nothing written: %w", *file, err)
-	}
-	gdb, err := app.OpenDB(ctx, cfg.DatabaseURL, nil)
+	sum, err := app.Seed(ctx, cfg, *file, time.Now())
 	if err != nil {
 		return err
-	}
-	defer db.Close(gdb)
-	sum, err := seed.Load(ctx, gdb, f, time.Now())
-	if seed.IsRefusal(err) {
-		return fmt.Errorf("seed: %s: refused, nothing written: %w", *file, err)
-	}
-	if err != nil {
-		return fmt.Errorf("seed: nothing written: %w", err)
 	}
 	fmt.Fprintf(stdout, "seeded %s: %s\n", *file, sum)
 	return nil
@@ -139,92 +119,24 @@ func seedCmd(ctx context.Context, cfg app.Config, args []string, stdout io.Write
 
 func apikeyCreate(ctx context.Context, cfg app.Config, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("apikey create", flag.ContinueOnError)
-	keyType := fs.String("type", "", "user, super or guest")
-	userID := fs.Int64("user-id", 0, "the key's user (user keys only)")
+	var k app.NewAPIKey
+	fs.StringVar(&k.Type, "type", "", "user, super or guest")
+	fs.Int64Var(&k.UserID, "user-id", 0, "the key's user (user keys only)")
 	scopes := fs.String("scopes", "", "comma-separated scopes")
-	expiresAt := fs.Int64("expires-at", 0, "expiry, Unix seconds (0: never)")
+	fs.Int64Var(&k.ExpiresAt, "expires-at", 0, "expiry, Unix seconds (0: never)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	var scopeList []string
 	for _, s := range strings.Split(*scopes, ",") {
 		if s = strings.TrimSpace(s); s != "" {
-			scopeList = append(scopeList, s)
+			k.Scopes = append(k.Scopes, s)
 		}
 	}
-	if len(scopeList) == 0 {
-		return errors.New("apikey create: --scopes is required")
-	}
-	if *userID < 0 {
-		return errors.New("apikey create: --user-id must be positive")
-	}
-	if err := seed.CheckKey(*keyType, *userID, scopeList); err != nil {
-		return fmt.Errorf("apikey create: %w", err)
-	}
-	now := time.Now()
-	if *expiresAt < 0 || (*expiresAt > 0 && *expiresAt <= now.Unix()) {
-		return errors.New("apikey create: --expires-at must be a future Unix time")
-	}
-	gdb, err := app.OpenDB(ctx, cfg.DatabaseURL, nil)
+	key, err := app.CreateAPIKey(ctx, cfg, k, time.Now())
 	if err != nil {
 		return err
-	}
-	defer db.Close(gdb)
-	st, err := store.New(gdb, store.Options{})
-	if err != nil {
-		return err
-	}
-	if *userID != 0 {
-		ok, err := st.UserExists(ctx, *userID)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("apikey create: user %d does not exist", *userID)
-		}
-	}
-	key, err := newKey()
-	if err != nil {
-		return err
-	}
-	k := store.NewKey{Hash: auth.Hash(key), Type: *keyType, UserID: *userID, Scopes: scopeList, Active: true, ExpiresAt: *expiresAt}
-	if err := store.UpsertKey(ctx, gdb, k, now); err != nil {
-		return fmt.Errorf("apikey create: %w", err)
 	}
 	fmt.Fprintln(stdout, key)
 	fmt.Fprintln(stderr, "API key created; it is shown only this once (only its hash is stored).")
-	return nil
-}
-
-// newKey returns a random key: 32 random bytes, base64url, prefixed so that it is recognisable in
-// a secret scanner (47 characters).
-func newKey() (string, error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return "fsk_" + base64.RawURLEncoding.EncodeToString(b[:]), nil
-}
-
-func optionsSet(ctx context.Context, cfg app.Config, name, value string, stdout io.Writer) error {
-	if name != store.OptionMessagesPerPage {
-		return fmt.Errorf("options set: unknown option %q (known: %s)", name, store.OptionMessagesPerPage)
-	}
-	n, err := strconv.ParseInt(value, 10, 64)
-	if err != nil {
-		return fmt.Errorf("options set: %s: %q is not an integer", name, value)
-	}
-	if err := store.CheckMessagesPerPage(n); err != nil {
-		return fmt.Errorf("options set: %w", err)
-	}
-	gdb, err := app.OpenDB(ctx, cfg.DatabaseURL, nil)
-	if err != nil {
-		return err
-	}
-	defer db.Close(gdb)
-	if err := store.SetMessagesPerPage(ctx, gdb, n); err != nil {
-		return fmt.Errorf("options set: %w", err)
-	}
-	fmt.Fprintf(stdout, "%s = %d\n", name, n)
 	return nil
 }

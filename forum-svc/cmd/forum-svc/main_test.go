@@ -15,6 +15,7 @@ import (
 	"forumstats.local/forum-svc/internal/ratelimit"
 	"forumstats.local/forum-svc/migrations"
 	"forumstats.local/shared/db"
+	"forumstats.local/shared/migrate"
 	"forumstats.local/shared/testutil"
 )
 
@@ -89,7 +90,7 @@ func TestCommands(t *testing.T) {
 		if len(newKey) < auth.MinKeyLength || strings.Contains(newKey, "\n") {
 			t.Fatalf("printed key %q", out)
 		}
-		gdb, err := app.OpenDB(context.Background(), url, nil)
+		gdb, err := migrate.Open(context.Background(), url, nil, true, migrations.Set)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
-// Package app wires forum-svc together from its configuration: database, Redis, rate limiter,
-// authenticator and HTTP handler. The command, the tests and the benchmark build the service
-// through it, so that they run the same thing.
+// Package app builds forum-svc from its configuration: the HTTP service (database, Redis, rate
+// limiter, authenticator, handler) and each command of the CLI (commands.go). The command's main
+// only parses flags and dispatches here; the tests build the service through it too, and the
+// benchmark runs the built command, so that all of them run the same thing.
 package app
 
 import (
@@ -69,37 +70,15 @@ func LoadConfig() (Config, error) {
 	return Config{Common: common, RateLimit: rl, Store: store.Options{PageQueryConcurrency: pageConcurrency}}, nil
 }
 
-// OpenDB opens the database of url and applies pending migrations.
-func OpenDB(ctx context.Context, url string, log *slog.Logger) (*gorm.DB, error) {
-	gdb, err := db.Open(ctx, url, log)
-	if err != nil {
-		return nil, err
-	}
-	if err := Migrate(ctx, gdb, log); err != nil {
-		db.Close(gdb)
-		return nil, err
-	}
-	return gdb, nil
-}
-
-// Migrate applies forum-svc's pending migrations.
-func Migrate(ctx context.Context, gdb *gorm.DB, log *slog.Logger) error {
-	applied, err := migrate.Up(ctx, gdb, migrations.Set)
-	if err != nil {
-		return err
-	}
-	if log != nil {
-		for _, name := range applied {
-			log.Info("migration applied", "name", name)
-		}
-	}
-	return nil
+// openDB opens the database of url for a command, applying pending migrations first when apply
+// is set: the `migrate` command always sets it, every other command sets cfg.MigrateOnStart.
+func openDB(ctx context.Context, url string, log *slog.Logger, apply bool) (*gorm.DB, error) {
+	return migrate.Open(ctx, url, log, apply, migrations.Set)
 }
 
 // Service is the assembled HTTP service.
 type Service struct {
 	Handler *echo.Echo
-	Store   *store.Store
 }
 
 // Options tune NewService beyond the configuration (tests use them).
@@ -132,21 +111,16 @@ func NewService(gdb *gorm.DB, rc *redis.Client, rl ratelimit.Config, log *slog.L
 		Logger:        log,
 		Ready:         ready,
 	})
-	return &Service{Handler: h, Store: st}, nil
+	return &Service{Handler: h}, nil
 }
 
 // Serve runs `forum-svc serve` until ctx is done.
 func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
-	gdb, err := db.Open(ctx, cfg.DatabaseURL, log)
+	gdb, err := openDB(ctx, cfg.DatabaseURL, log, cfg.MigrateOnStart)
 	if err != nil {
 		return err
 	}
 	defer db.Close(gdb)
-	if cfg.MigrateOnStart {
-		if err := Migrate(ctx, gdb, log); err != nil {
-			return err
-		}
-	}
 	rc, err := rdb.Open(ctx, cfg.RedisURL)
 	if err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 	"slices"
 	"time"
 
-	"forumstats.local/forum-svc/internal/conversation"
+	"forumstats.local/forum-svc/internal/decimal"
 )
 
 // Header names.
@@ -121,7 +121,7 @@ func ParseUser(values []string) (userID int64, present bool, err error) {
 	case len(values) > 1:
 		return 0, true, ErrUserIDNotValid
 	}
-	id, ok := conversation.ParseID(values[0])
+	id, ok := decimal.ParseID(values[0])
 	if !ok {
 		return 0, true, ErrUserIDNotValid
 	}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"forumstats.local/forum-svc/internal/decimal"
 )
 
 // Domain errors. The HTTP layer maps each to a status and a code (contract section 3).
@@ -47,7 +49,7 @@ func ParsePage(values []string) (int64, error) {
 	if len(values) > 1 {
 		return 0, &InvalidPageError{}
 	}
-	n, overflow, ok := parseDigits(values[0])
+	n, overflow, ok := decimal.Parse(values[0])
 	switch {
 	case !ok:
 		return 0, &InvalidPageError{}
@@ -57,36 +59,6 @@ func ParsePage(values []string) (int64, error) {
 		return 0, &InvalidPageError{}
 	}
 	return n, nil
-}
-
-// ParseID reads an identifier (a path id, the Forum-Api-User header): ASCII decimal digits only
-// (no sign, no space; leading zeros allowed), at least 1 and at most math.MaxInt64.
-func ParseID(s string) (int64, bool) {
-	n, overflow, ok := parseDigits(s)
-	if !ok || overflow || n < 1 {
-		return 0, false
-	}
-	return n, true
-}
-
-// parseDigits reads a non-empty string of ASCII digits. overflow reports a value beyond int64.
-func parseDigits(s string) (n int64, overflow, ok bool) {
-	if s == "" {
-		return 0, false, false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false, false
-		}
-		d := int64(c - '0')
-		if overflow || n > (math.MaxInt64-d)/10 {
-			overflow = true
-			continue
-		}
-		n = n*10 + d
-	}
-	return n, overflow, true
 }
 
 // LastPage is max(1, ceil(total/perPage)).
@@ -105,12 +77,6 @@ func QueryPage(page int64) int64 {
 	return min(page, maxQueryPage)
 }
 
-// PositionRange is the inclusive range of message positions on page (1-based).
-func PositionRange(page, perPage int64) (first, last int64) {
-	page = QueryPage(page)
-	return (page-1)*perPage + 1, page * perPage
-}
-
 // IsUnread tells whether something dated date is unread for a reader who has read up to
 // lastRead. A conversation is unread when its last message is.
 func IsUnread(date, lastRead int64) bool { return date > lastRead }
@@ -122,7 +88,7 @@ func ParseMarkReadDate(s string, now int64) (int64, error) {
 	if s == "" {
 		return now, nil
 	}
-	n, overflow, ok := parseDigits(s)
+	n, overflow, ok := decimal.Parse(s)
 	if !ok || overflow {
 		return 0, ErrInvalidDate
 	}

@@ -51,20 +51,7 @@ func TestParsePage(t *testing.T) {
 	}
 }
 
-func TestParseID(t *testing.T) {
-	for s, want := range map[string]int64{"1": 1, "42": 42, "0042": 42, "9223372036854775807": math.MaxInt64} {
-		if got, ok := ParseID(s); !ok || got != want {
-			t.Errorf("ParseID(%q) = %d, %v; want %d", s, got, ok, want)
-		}
-	}
-	for _, s := range []string{"", "0", "-1", "+1", "1.0", "abc", "9223372036854775808", " 1", "1a"} {
-		if got, ok := ParseID(s); ok {
-			t.Errorf("ParseID(%q) = %d, true; want refused", s, got)
-		}
-	}
-}
-
-func TestLastPageAndRange(t *testing.T) {
+func TestLastPageAndQueryPage(t *testing.T) {
 	cases := []struct{ total, per, last int64 }{
 		{0, 20, 1}, {1, 20, 1}, {19, 20, 1}, {20, 20, 1}, {21, 20, 2}, {40, 20, 2}, {41, 20, 3},
 		{1_000_000, 20, 50_000}, {5, 1, 5},
@@ -74,15 +61,12 @@ func TestLastPageAndRange(t *testing.T) {
 			t.Errorf("LastPage(%d, %d) = %d; want %d", c.total, c.per, got, c.last)
 		}
 	}
-	if f, l := PositionRange(1, 20); f != 1 || l != 20 {
-		t.Errorf("PositionRange(1, 20) = %d..%d", f, l)
+	if got := QueryPage(3); got != 3 {
+		t.Errorf("QueryPage(3) = %d", got)
 	}
-	if f, l := PositionRange(3, 20); f != 41 || l != 60 {
-		t.Errorf("PositionRange(3, 20) = %d..%d", f, l)
-	}
-	// A huge page is clamped, so the arithmetic cannot overflow.
-	if f, l := PositionRange(math.MaxInt64, 100); f <= 0 || l <= f {
-		t.Errorf("PositionRange(max, 100) = %d..%d overflowed", f, l)
+	// A huge page is clamped, so the store's position arithmetic (page*per) cannot overflow.
+	if p := QueryPage(math.MaxInt64); p <= 0 || p*100/100 != p {
+		t.Errorf("QueryPage(max) = %d overflows page*100", p)
 	}
 }
 

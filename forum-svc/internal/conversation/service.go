@@ -92,8 +92,8 @@ type ConversationRow struct {
 // conversation the reader does not participate in does not exist for it (ErrConversationNotFound,
 // ErrMessageNotFound).
 type Store interface {
-	// MessagePage returns the conversation's messages at positions on page (see PositionRange,
-	// computed with the page size in force, which it also returns).
+	// MessagePage returns the conversation's messages at positions (page-1)*per+1 .. page*per,
+	// per being the page size in force, which it also returns.
 	MessagePage(ctx context.Context, conversationID, userID, page int64) (PageRows, error)
 	Message(ctx context.Context, messageID, userID int64) (MessageRow, ConversationRow, error)
 	Conversation(ctx context.Context, conversationID, userID int64) (ConversationRow, error)

@@ -15,6 +15,7 @@ import (
 
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/conversation"
+	"forumstats.local/forum-svc/internal/decimal"
 	"forumstats.local/forum-svc/internal/ratelimit"
 	"forumstats.local/shared/server"
 )
@@ -116,7 +117,7 @@ const (
 // exist (404 endpoint_not_found), whatever the key.
 func parseID(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		id, ok := conversation.ParseID(c.Param("id"))
+		id, ok := decimal.ParseID(c.Param("id"))
 		if !ok {
 			return echo.ErrNotFound
 		}

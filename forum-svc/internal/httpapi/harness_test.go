@@ -24,6 +24,7 @@ import (
 	"forumstats.local/forum-svc/internal/seed"
 	"forumstats.local/forum-svc/migrations"
 	"forumstats.local/shared/db"
+	"forumstats.local/shared/migrate"
 	"forumstats.local/shared/testutil"
 )
 
@@ -135,7 +136,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	if opts.rateLimit.PerMinute == 0 {
 		opts.rateLimit = ratelimit.Config{PerMinute: 1_000_000, Burst: 1_000_000}
 	}
-	gdb, err := app.OpenDB(ctx, opts.databaseURL, nil)
+	gdb, err := migrate.Open(ctx, opts.databaseURL, nil, true, migrations.Set)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,11 +12,11 @@ import (
 
 	"gorm.io/gorm"
 
-	"forumstats.local/forum-svc/internal/app"
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/seed"
 	"forumstats.local/forum-svc/migrations"
 	"forumstats.local/shared/db"
+	"forumstats.local/shared/migrate"
 	"forumstats.local/shared/testutil"
 )
 
@@ -46,7 +46,7 @@ const base = `{
 
 func dialects(t *testing.T, body func(t *testing.T, gdb *gorm.DB)) {
 	open := func(t *testing.T, url string) *gorm.DB {
-		gdb, err := app.OpenDB(context.Background(), url, nil)
+		gdb, err := migrate.Open(context.Background(), url, nil, true, migrations.Set)
 		if err != nil {
 			t.Fatal(err)
 		}

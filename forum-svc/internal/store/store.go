@@ -22,10 +22,9 @@ import (
 
 // Store implements conversation.Store and auth.Store.
 type Store struct {
-	gdb   *gorm.DB
 	sql   *sql.DB
 	q     queries
-	pages *pageBatcher // PostgreSQL only
+	pages *pageBatcher // only where the dialect has NativeConn (PostgreSQL)
 }
 
 var (
@@ -53,9 +52,9 @@ func New(gdb *gorm.DB, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	pg := db.IsPostgres(gdb)
-	st := &Store{gdb: gdb, sql: sqlDB, q: newQueries(pg)}
-	if pg {
+	dialect := db.DialectOf(gdb)
+	st := &Store{sql: sqlDB, q: newQueries(dialect)}
+	if dialect.NativeConn {
 		concurrency := opts.PageQueryConcurrency
 		if concurrency <= 0 {
 			concurrency = DefaultPageQueryConcurrency
@@ -64,9 +63,6 @@ func New(gdb *gorm.DB, opts Options) (*Store, error) {
 	}
 	return st, nil
 }
-
-// GORM returns the GORM handle (for seed and CLI commands).
-func (s *Store) GORM() *gorm.DB { return s.gdb }
 
 // PageSQL reads a page of messages in one round trip: the reader's participant row proves access,
 // and the message count and the page size in force come with the page. The page is an index
@@ -141,8 +137,8 @@ type queries struct {
 	page, conversation, message, recipients, markRead, markUnread, key, userExists string
 }
 
-func newQueries(postgres bool) queries {
-	r := func(q string) string { return Rebind(q, postgres) }
+func newQueries(d db.Dialect) queries {
+	r := func(q string) string { return rebind(q, d) }
 	return queries{
 		page: r(PageSQL), conversation: r(conversationSQL), message: r(messageSQL),
 		recipients: r(recipientsSQL), markRead: r(markReadSQL), markUnread: r(markUnreadSQL),
@@ -150,10 +146,10 @@ func newQueries(postgres bool) queries {
 	}
 }
 
-// Rebind turns ? placeholders into PostgreSQL's $1, $2, ... (the statements here have no ? in
-// literals).
-func Rebind(q string, postgres bool) string {
-	if !postgres {
+// rebind turns ? placeholders into PostgreSQL's $1, $2, ... (the statements here have no ? in
+// literals); SQLite takes them as they are.
+func rebind(q string, d db.Dialect) string {
+	if d.Name != db.Postgres.Name {
 		return q
 	}
 	var b strings.Builder
@@ -406,13 +402,6 @@ VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (key_hash) DO UPDATE SET key_type = excluded.key_type, user_id = excluded.user_id,
   scopes = excluded.scopes, active = excluded.active, expires_at = excluded.expires_at`,
 		k.Hash, k.Type, nullIfZero(k.UserID), strings.Join(k.Scopes, " "), k.Active, nullIfZero(k.ExpiresAt), now.Unix()).Error
-}
-
-// MessagesPerPage is the page-size option in force.
-func MessagesPerPage(ctx context.Context, tx *gorm.DB) (int64, error) {
-	var n int64
-	err := tx.WithContext(ctx).Raw(`SELECT messages_per_page FROM forum_options WHERE id = 1`).Scan(&n).Error
-	return n, err
 }
 
 // SetMessagesPerPage changes the page-size option.
