@@ -1,43 +1,43 @@
-package query
+package reports
 
 import (
 	"testing"
 	"time"
 )
 
-func TestParseDate(t *testing.T) {
+func TestParseDay(t *testing.T) {
 	tests := []struct {
 		in   string
-		want Date
+		want Day
 		ok   bool
 	}{
-		{"2026-11-20", Date{2026, 11, 20}, true},
-		{"2024-02-29", Date{2024, 2, 29}, true}, // leap year
-		{"2000-02-29", Date{2000, 2, 29}, true}, // divisible by 400
-		{"2023-02-29", Date{}, false},
-		{"2100-02-29", Date{}, false}, // divisible by 100, not 400
-		{"2026-04-30", Date{2026, 4, 30}, true},
-		{"2026-04-31", Date{}, false},
-		{"2026-12-31", Date{2026, 12, 31}, true},
-		{"2026-13-01", Date{}, false},
-		{"2026-00-10", Date{}, false},
-		{"2026-01-00", Date{}, false},
-		{"2026-1-01", Date{}, false},
-		{"2026-01-1", Date{}, false},
-		{"2026/01/01", Date{}, false},
-		{"+026-01-01", Date{}, false},
-		{"2026-01-01 ", Date{}, false},
-		{"2026-01-0x", Date{}, false},
-		{"２026-01-01", Date{}, false}, // full-width digit
-		{"", Date{}, false},
+		{"2026-11-20", Day{2026, 11, 20}, true},
+		{"2024-02-29", Day{2024, 2, 29}, true}, // leap year
+		{"2000-02-29", Day{2000, 2, 29}, true}, // divisible by 400
+		{"2023-02-29", Day{}, false},
+		{"2100-02-29", Day{}, false}, // divisible by 100, not 400
+		{"2026-04-30", Day{2026, 4, 30}, true},
+		{"2026-04-31", Day{}, false},
+		{"2026-12-31", Day{2026, 12, 31}, true},
+		{"2026-13-01", Day{}, false},
+		{"2026-00-10", Day{}, false},
+		{"2026-01-00", Day{}, false},
+		{"2026-1-01", Day{}, false},
+		{"2026-01-1", Day{}, false},
+		{"2026/01/01", Day{}, false},
+		{"+026-01-01", Day{}, false},
+		{"2026-01-01 ", Day{}, false},
+		{"2026-01-0x", Day{}, false},
+		{"２026-01-01", Day{}, false}, // full-width digit
+		{"", Day{}, false},
 	}
 	for _, tt := range tests {
-		got, ok := ParseDate(tt.in)
+		got, ok := ParseDay(tt.in)
 		if ok != tt.ok || got != tt.want {
-			t.Errorf("ParseDate(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+			t.Errorf("ParseDay(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
 		if ok && got.String() != tt.in {
-			t.Errorf("ParseDate(%q).String() = %q", tt.in, got.String())
+			t.Errorf("ParseDay(%q).String() = %q", tt.in, got.String())
 		}
 	}
 }
@@ -101,13 +101,13 @@ func TestMonthBounds(t *testing.T) {
 func TestMoscowMidnight(t *testing.T) {
 	// Moscow is UTC+3 all year since 2014: midnight is 21:00Z of the day before.
 	tests := []struct {
-		d    Date
+		d    Day
 		want string
 	}{
-		{Date{2026, 1, 1}, "2025-12-31T21:00:00Z"},
-		{Date{2024, 3, 1}, "2024-02-29T21:00:00Z"},
-		{Date{2026, 7, 15}, "2026-07-14T21:00:00Z"}, // summer: no DST
-		{Date{2099, 12, 31}, "2099-12-30T21:00:00Z"},
+		{Day{2026, 1, 1}, "2025-12-31T21:00:00Z"},
+		{Day{2024, 3, 1}, "2024-02-29T21:00:00Z"},
+		{Day{2026, 7, 15}, "2026-07-14T21:00:00Z"}, // summer: no DST
+		{Day{2099, 12, 31}, "2099-12-30T21:00:00Z"},
 	}
 	for _, tt := range tests {
 		if got := tt.d.Start().Format(time.RFC3339); got != tt.want {
@@ -116,20 +116,20 @@ func TestMoscowMidnight(t *testing.T) {
 	}
 }
 
-func TestDateOf(t *testing.T) {
+func TestDayOf(t *testing.T) {
 	tests := []struct {
 		at   string
-		want Date
+		want Day
 	}{
-		{"2026-11-19T20:59:59Z", Date{2026, 11, 19}},
-		{"2026-11-19T21:00:00Z", Date{2026, 11, 20}}, // Moscow midnight
-		{"2026-12-31T21:00:00Z", Date{2027, 1, 1}},
-		{"2024-02-28T21:30:00Z", Date{2024, 2, 29}},
+		{"2026-11-19T20:59:59Z", Day{2026, 11, 19}},
+		{"2026-11-19T21:00:00Z", Day{2026, 11, 20}}, // Moscow midnight
+		{"2026-12-31T21:00:00Z", Day{2027, 1, 1}},
+		{"2024-02-28T21:30:00Z", Day{2024, 2, 29}},
 	}
 	for _, tt := range tests {
 		at, _ := time.Parse(time.RFC3339, tt.at)
-		if got := DateOf(at); got != tt.want {
-			t.Errorf("DateOf(%s) = %v, want %v", tt.at, got, tt.want)
+		if got := DayOf(at); got != tt.want {
+			t.Errorf("DayOf(%s) = %v, want %v", tt.at, got, tt.want)
 		}
 	}
 	at, _ := time.Parse(time.RFC3339, "2026-11-30T21:00:00Z")
@@ -143,18 +143,18 @@ func TestDateOf(t *testing.T) {
 
 func TestDayArithmetic(t *testing.T) {
 	tests := []struct {
-		d    Date
+		d    Day
 		n    int
-		want Date
+		want Day
 	}{
-		{Date{2024, 2, 28}, 1, Date{2024, 2, 29}},
-		{Date{2024, 2, 29}, 1, Date{2024, 3, 1}},
-		{Date{2023, 2, 28}, 1, Date{2023, 3, 1}},
-		{Date{2026, 12, 31}, 1, Date{2027, 1, 1}},
-		{Date{2026, 1, 3}, -6, Date{2025, 12, 28}},
-		{Date{2026, 3, 1}, -1, Date{2026, 2, 28}},
-		{Date{2026, 1, 1}, 30, Date{2026, 1, 31}},
-		{Date{2026, 1, 1}, 31, Date{2026, 2, 1}},
+		{Day{2024, 2, 28}, 1, Day{2024, 2, 29}},
+		{Day{2024, 2, 29}, 1, Day{2024, 3, 1}},
+		{Day{2023, 2, 28}, 1, Day{2023, 3, 1}},
+		{Day{2026, 12, 31}, 1, Day{2027, 1, 1}},
+		{Day{2026, 1, 3}, -6, Day{2025, 12, 28}},
+		{Day{2026, 3, 1}, -1, Day{2026, 2, 28}},
+		{Day{2026, 1, 1}, 30, Day{2026, 1, 31}},
+		{Day{2026, 1, 1}, 31, Day{2026, 2, 1}},
 	}
 	for _, tt := range tests {
 		got := tt.d.AddDays(tt.n)
@@ -169,10 +169,10 @@ func TestDayArithmetic(t *testing.T) {
 
 func TestLimits(t *testing.T) {
 	for _, tt := range []struct {
-		d  Date
+		d  Day
 		ok bool
 	}{
-		{Date{2014, 12, 31}, false}, {Date{2015, 1, 1}, true}, {Date{2099, 12, 31}, true}, {Date{2100, 1, 1}, false},
+		{Day{2014, 12, 31}, false}, {Day{2015, 1, 1}, true}, {Day{2099, 12, 31}, true}, {Day{2100, 1, 1}, false},
 	} {
 		if tt.d.InLimits() != tt.ok {
 			t.Errorf("%v.InLimits() = %v", tt.d, !tt.ok)
@@ -190,21 +190,21 @@ func TestLimits(t *testing.T) {
 	}
 }
 
-// FuzzDateArithmetic checks the calendar against time.Time for any day and
+// FuzzDayArithmetic checks the calendar against time.Time for any day and
 // any shift: moving there and back is exact, and a Moscow day is 24 hours
 // starting at 21:00Z of the day before.
-func FuzzDateArithmetic(f *testing.F) {
+func FuzzDayArithmetic(f *testing.F) {
 	f.Add(2024, 2, 29, 1)
 	f.Add(2026, 12, 31, 31)
 	f.Add(2015, 1, 1, -1)
 	f.Add(2099, 12, 31, -365)
 	f.Fuzz(func(t *testing.T, y, m, d, n int) {
-		y = 2015 + abs(y)%85
-		m = 1 + abs(m)%12
-		d = 1 + abs(d)%daysIn(y, time.Month(m))
+		y = 2015 + calendarAbs(y)%85
+		m = 1 + calendarAbs(m)%12
+		d = 1 + calendarAbs(d)%daysIn(y, time.Month(m))
 		n %= 3000
-		day := Date{y, time.Month(m), d}
-		if got, ok := ParseDate(day.String()); !ok || got != day {
+		day := Day{y, time.Month(m), d}
+		if got, ok := ParseDay(day.String()); !ok || got != day {
 			t.Fatalf("round trip %v: %v %v", day, got, ok)
 		}
 		moved := day.AddDays(n)
@@ -212,7 +212,7 @@ func FuzzDateArithmetic(f *testing.F) {
 			t.Fatalf("%v + %d = %v does not go back", day, n, moved)
 		}
 		start := day.Start()
-		if start.Hour() != 21 || start.Minute() != 0 || DateOf(start) != day || DateOf(start.Add(-time.Nanosecond)) != day.AddDays(-1) {
+		if start.Hour() != 21 || start.Minute() != 0 || DayOf(start) != day || DayOf(start.Add(-time.Nanosecond)) != day.AddDays(-1) {
 			t.Fatalf("%v starts at %v", day, start)
 		}
 		if got := day.AddDays(1).Start().Sub(start); got != 24*time.Hour {
@@ -225,7 +225,62 @@ func FuzzDateArithmetic(f *testing.F) {
 	})
 }
 
-func abs(n int) int {
+// FuzzParseDay holds ParseDay to time.Parse of the same layout, which also checks that the day
+// exists: both accept the same strings (time.Parse also takes a signed year, which ParseDay
+// refuses), and an accepted day prints back as its input.
+func FuzzParseDay(f *testing.F) {
+	for _, s := range []string{"2026-11-20", "2024-02-29", "2023-02-29", "2100-02-29", "+026-01-01", "2026-1-01", "0000-01-01", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, ok := ParseDay(s)
+		ref, err := time.Parse(time.DateOnly, s)
+		if want := err == nil && unsignedYear(s); ok != want {
+			t.Fatalf("ParseDay(%q) ok = %v, time.Parse: %v", s, ok, err)
+		}
+		if !ok {
+			return
+		}
+		if d != (Day{ref.Year(), ref.Month(), ref.Day()}) || d.String() != s {
+			t.Fatalf("ParseDay(%q) = %v, time.Parse %v", s, d, ref)
+		}
+	})
+}
+
+// FuzzParseMonth is FuzzParseDay for months.
+func FuzzParseMonth(f *testing.F) {
+	for _, s := range []string{"2026-11", "2015-01", "2026-13", "2026-00", "2026-1", "-026-01", "202611", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		m, ok := ParseMonth(s)
+		ref, err := time.Parse("2006-01", s)
+		if want := err == nil && unsignedYear(s); ok != want {
+			t.Fatalf("ParseMonth(%q) ok = %v, time.Parse: %v", s, ok, err)
+		}
+		if !ok {
+			return
+		}
+		if m != (Month{ref.Year(), ref.Month()}) || m.String() != s || m.First().MonthOf() != m {
+			t.Fatalf("ParseMonth(%q) = %v, time.Parse %v", s, m, ref)
+		}
+	})
+}
+
+// unsignedYear reports whether s starts with four ASCII digits.
+func unsignedYear(s string) bool {
+	if len(s) < 4 {
+		return false
+	}
+	for i := range 4 {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func calendarAbs(n int) int {
 	if n < 0 {
 		if n == -n { // math.MinInt
 			return 0

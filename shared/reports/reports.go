@@ -135,13 +135,6 @@ func Generation(ctx context.Context, db *gorm.DB) (int64, error) {
 	return gen, err
 }
 
-// RefreshMinutes returns the pause between collector passes as the collector last recorded it.
-func RefreshMinutes(ctx context.Context, db *gorm.DB) (int, error) {
-	var m int
-	err := db.WithContext(ctx).Raw("SELECT refresh_minutes FROM collector_state WHERE id = 1").Scan(&m).Error
-	return m, err
-}
-
 // GenerationChannel is the Redis channel on which writers announce a new generation, so that
 // readers drop their caches at once instead of at their next poll of the database.
 const GenerationChannel = "reports:generation"

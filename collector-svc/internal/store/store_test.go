@@ -232,8 +232,9 @@ func TestPassStateAndMissingDays(t *testing.T) {
 		if generation(t, gdb) != g0+1 {
 			t.Fatal("a new refresh interval did not bump the generation")
 		}
-		if m, _ := reports.RefreshMinutes(ctx, gdb); m != 3 {
-			t.Fatalf("refresh minutes %d", m)
+		var minutes int
+		if err := gdb.Raw("SELECT refresh_minutes FROM collector_state WHERE id = 1").Scan(&minutes).Error; err != nil || minutes != 3 {
+			t.Fatalf("refresh minutes %d, %v", minutes, err)
 		}
 		fail := context.DeadlineExceeded
 		if err := s.RecordPassEnd(ctx, at.Add(time.Minute), fail); err != nil {
