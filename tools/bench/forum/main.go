@@ -1,0 +1,78 @@
+// Command forum measures forum-svc against its performance targets (forum-svc/README.md):
+//
+//  1. In a conversation of 1,000,000 messages, the median latency of the last page is at most
+//     1.5 × that of the first page.
+//  2. Authenticated 20-message page requests per second are at least 50% of pgbench's
+//     transactions per second running the same SQL statement against the same database, measured
+//     in alternating rounds.
+//
+// It treats the service as a black box: it builds forum-svc, creates a database, applies the
+// migrations with `forum-svc migrate`, fills the conversation with plain SQL, creates an API key
+// with `forum-svc apikey create`, starts `forum-svc serve`, measures over HTTP beside pgbench
+// (setup.go, measure.go), prints the figures (report.go) and exits 1 if a target is missed.
+//
+//	go run ./tools/bench/forum [-admin-url postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+)
+
+// options are the command's flags.
+type options struct {
+	adminURL        string
+	messages        int
+	samples         int
+	rounds          int
+	round           time.Duration
+	clients         int
+	pageConcurrency int
+	keep            bool
+}
+
+func main() {
+	if err := run(context.Background(), parseFlags()); err != nil {
+		fmt.Fprintln(os.Stderr, "forum-bench: "+err.Error())
+		os.Exit(1)
+	}
+}
+
+func parseFlags() options {
+	var o options
+	flag.StringVar(&o.adminURL, "admin-url", envOr("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"), "PostgreSQL URL of a database from which to create the bench database")
+	flag.IntVar(&o.messages, "messages", 1_000_000, "messages in the conversation")
+	flag.IntVar(&o.samples, "samples", 2000, "latency samples per page")
+	flag.IntVar(&o.rounds, "rounds", 5, "throughput rounds (each an HTTP run and a pgbench run), after one warm-up round")
+	flag.DurationVar(&o.round, "round", 2*time.Second, "length of each side of a throughput round (whole seconds)")
+	flag.IntVar(&o.clients, "clients", 16, "concurrent clients (HTTP and pgbench)")
+	flag.IntVar(&o.pageConcurrency, "page-concurrency", 0, "the service's PAGE_QUERY_CONCURRENCY (0: its default)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the bench database afterwards")
+	flag.Parse()
+	return o
+}
+
+func run(ctx context.Context, o options) error {
+	env, err := setup(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer env.close()
+	res, err := measure(env, o)
+	if err != nil {
+		return err
+	}
+	r := report(res, o)
+	r.Print(os.Stdout)
+	return r.Err()
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}

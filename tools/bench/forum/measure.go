@@ -1,0 +1,458 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// headerAPIKey is the service's key header (contract section 3).
+const headerAPIKey = "Forum-Api-Key"
+
+// results are the measured figures.
+type results struct {
+	firstPage, lastPage time.Duration // median latencies
+	lastPageNo          int
+	rps, tps            []float64     // per round, after the warm-up round
+	serviceCPU          time.Duration // the service's CPU time per HTTP request
+	loadCPU             time.Duration // the load generator's (this process's) CPU time per request
+	roundTrips, queries float64       // page-query round trips and the queries they carried (/metrics)
+	script              string        // the pgbench script
+}
+
+func measure(e *benchEnv, o options) (results, error) {
+	ctx := context.Background()
+	r := results{lastPageNo: e.lastPage}
+	path := "/api/conversations/" + strconv.Itoa(convID) + "/messages?page="
+	if err := measureLatency(e, e.svc.URL+path, o.samples, &r); err != nil {
+		return r, err
+	}
+	stmt, err := pageStatement(ctx, e.dbURL)
+	if err != nil {
+		return r, err
+	}
+	pg, err := newPgbench(e.dbURL, stmt, e.lastPage, o.clients)
+	if err != nil {
+		return r, err
+	}
+	defer pg.cleanup()
+	r.script = pg.script
+	load := newLoad(e.svc.Addr, path, e.key, e.lastPage, o.clients)
+	defer load.close()
+	if err := measureThroughput(load, pg, e.svc.Pid(), o, &r); err != nil {
+		return r, err
+	}
+	r.roundTrips, r.queries, err = histogramTotals(e.svc.URL+"/metrics", "forum_page_query_batch_size")
+	return r, err
+}
+
+// measureLatency times the first and the last page alternately, so that drift hits both alike.
+func measureLatency(e *benchEnv, base string, samples int, r *results) error {
+	client := &http.Client{}
+	first, last := base+"1", base+strconv.Itoa(e.lastPage)
+	for range 200 { // warm-up
+		for _, u := range []string{first, last} {
+			if _, err := get(client, u, e.key); err != nil {
+				return err
+			}
+		}
+	}
+	var firsts, lasts []time.Duration
+	for range samples {
+		d, err := get(client, first, e.key)
+		if err != nil {
+			return err
+		}
+		firsts = append(firsts, d)
+		if d, err = get(client, last, e.key); err != nil {
+			return err
+		}
+		lasts = append(lasts, d)
+	}
+	r.firstPage, r.lastPage = median(firsts), median(lasts)
+	return nil
+}
+
+// measureThroughput runs HTTP requests for random pages and pgbench running the same statement
+// with the same random pages on the same database, in alternating rounds of equal length, so that
+// a drift in the machine's speed (shared hosts drift by 10-40% within a minute) falls on both
+// sides alike. The first round of each is a warm-up.
+func measureThroughput(l *load, pg *pgbench, servicePid int, o options, r *results) error {
+	var requests int64
+	var serviceCPU, loadCPU time.Duration
+	for i := 0; i <= o.rounds; i++ {
+		svcBefore, err := processCPU(servicePid)
+		if err != nil {
+			return err
+		}
+		selfBefore := selfCPU()
+		rps, n, err := l.run(o.round)
+		if err != nil {
+			return err
+		}
+		svcAfter, err := processCPU(servicePid)
+		if err != nil {
+			return err
+		}
+		selfAfter := selfCPU()
+		tps, err := pg.run(o.round)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			continue
+		}
+		r.rps, r.tps = append(r.rps, rps), append(r.tps, tps)
+		requests += n
+		serviceCPU += svcAfter - svcBefore
+		loadCPU += selfAfter - selfBefore
+	}
+	r.serviceCPU = serviceCPU / time.Duration(max(requests, 1))
+	r.loadCPU = loadCPU / time.Duration(max(requests, 1))
+	return nil
+}
+
+// get requests u with the key and returns the latency; the body must be a full page. (The
+// throughput run uses loadClient.)
+func get(c *http.Client, u, key string) (time.Duration, error) {
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set(headerAPIKey, key)
+	start := time.Now()
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	d := time.Since(start)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"shown":20`)) {
+		return 0, fmt.Errorf("GET %s: %d %.200s", u, resp.StatusCode, body)
+	}
+	return d, nil
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func mean(xs []float64) float64 {
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
+}
+
+// selfCPU is this process's CPU time so far (the load generator; pgbench is a child, not counted).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// clockTick is Linux's USER_HZ, the unit of /proc/PID/stat's times (100 on every architecture Go
+// runs on).
+const clockTick = 10 * time.Millisecond
+
+// processCPU is the CPU time (user and system) of process pid so far, from /proc/PID/stat.
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name (which may hold spaces) start with the state, field 3;
+	// utime and stime are fields 14 and 15.
+	i := bytes.LastIndexByte(b, ')')
+	fields := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, b)
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return time.Duration(utime+stime) * clockTick, nil
+}
+
+// histogramTotals reads a histogram's sample count and sum from a Prometheus text exposition
+// (0, 0 if the service does not export it).
+func histogramTotals(metricsURL, name string) (count, sum float64, err error) {
+	resp, err := http.Get(metricsURL)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("GET %s: %s", metricsURL, resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		metric, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		var dst *float64
+		switch metric {
+		case name + "_count":
+			dst = &count
+		case name + "_sum":
+			dst = &sum
+		default:
+			continue
+		}
+		if *dst, err = strconv.ParseFloat(value, 64); err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", metric, err)
+		}
+	}
+	return count, sum, sc.Err()
+}
+
+var tpsLine = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
+
+// pageParams names the page statement's parameters $1..$5 (conversation, page, page, conversation,
+// user, as forum-svc's store documents them) as pgbench variables.
+var pageParams = []string{":conv", ":page", ":page", ":conv", ":uid"}
+
+var placeholder = regexp.MustCompile(`\$([0-9]+)`)
+
+// pgbench runs the service's page statement with the same parameters the HTTP run uses: random
+// pages of the conversation, for the reader, in the prepared protocol (as pgx uses it).
+type pgbench struct {
+	dbURL             string
+	lastPage, clients int
+	script, dir       string
+}
+
+func newPgbench(dbURL, statement string, lastPage, clients int) (*pgbench, error) {
+	var bad error
+	stmt := placeholder.ReplaceAllStringFunc(statement, func(p string) string {
+		n, _ := strconv.Atoi(p[1:])
+		if n < 1 || n > len(pageParams) {
+			bad = fmt.Errorf("page statement has parameter %s; the bench knows $1..$%d", p, len(pageParams))
+			return p
+		}
+		return pageParams[n-1]
+	})
+	if bad != nil {
+		return nil, bad
+	}
+	p := &pgbench{dbURL: dbURL, lastPage: lastPage, clients: clients}
+	p.script = fmt.Sprintf("\\set page random(1, %d)\n\\set conv %d\n\\set uid %d\n%s;\n",
+		lastPage, convID, userID, strings.Join(strings.Fields(stmt), " "))
+	dir, err := os.MkdirTemp("", "forum-bench-pgbench")
+	if err != nil {
+		return nil, err
+	}
+	p.dir = dir
+	return p, os.WriteFile(filepath.Join(dir, "page.sql"), []byte(p.script), 0o644)
+}
+
+func (p *pgbench) cleanup() { _ = os.RemoveAll(p.dir) }
+
+// run runs pgbench for d and returns its transactions per second (without connection time).
+func (p *pgbench) run(d time.Duration) (float64, error) {
+	u, err := url.Parse(p.dbURL)
+	if err != nil {
+		return 0, err
+	}
+	port := u.Port()
+	if port == "" {
+		port = "5432"
+	}
+	args := []string{"-n", "-M", "prepared", "-T", strconv.Itoa(max(int(d.Seconds()), 1)), "-c", strconv.Itoa(p.clients),
+		"-j", strconv.Itoa(runtime.NumCPU()), "-f", filepath.Join(p.dir, "page.sql"), "-h", u.Hostname(), "-p", port,
+		"-U", u.User.Username(), strings.TrimPrefix(u.Path, "/")}
+	cmd := exec.Command("pgbench", args...)
+	if pw, ok := u.User.Password(); ok {
+		cmd.Env = append(os.Environ(), "PGPASSWORD="+pw)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("pgbench: %w: %s", err, out)
+	}
+	m := tpsLine.FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("pgbench: no tps in output: %s", out)
+	}
+	return strconv.ParseFloat(string(m[1]), 64)
+}
+
+// load is the HTTP side of the throughput run: one loadClient per concurrent client, each
+// requesting random pages, connections kept across rounds.
+type load struct {
+	clients  []*loadClient
+	rngs     []*rand.Rand
+	lastPage int
+}
+
+func newLoad(addr, path, key string, lastPage, n int) *load {
+	l := &load{lastPage: lastPage}
+	for i := range n {
+		l.clients = append(l.clients, newLoadClient(addr, path, key))
+		seed := uint64(i + 1)
+		l.rngs = append(l.rngs, rand.New(rand.NewPCG(seed, seed*7+1)))
+	}
+	return l
+}
+
+func (l *load) close() {
+	for _, c := range l.clients {
+		c.close()
+	}
+}
+
+// run requests pages from every client for d and returns the requests per second and the number
+// of requests. Any failed request fails the run.
+func (l *load) run(d time.Duration) (float64, int64, error) {
+	var ok, failed atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for i, c := range l.clients {
+		wg.Add(1)
+		go func(c *loadClient, rng *rand.Rand) {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				if err := c.get(1 + rng.IntN(l.lastPage)); err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+					continue
+				}
+				ok.Add(1)
+			}
+		}(c, l.rngs[i])
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if failed.Load() > 0 {
+		return 0, 0, fmt.Errorf("%d HTTP requests failed during the throughput run, the first: %v", failed.Load(), firstErr.Load())
+	}
+	return float64(ok.Load()) / elapsed.Seconds(), ok.Load(), nil
+}
+
+// loadClient is the throughput run's HTTP/1.1 client: one keep-alive connection, a request
+// written from a reused buffer, the response read with one reused bufio.Reader. Like pgbench's
+// client it does the least it can, so that the comparison measures the service, not the load
+// generator (net/http's client adds two goroutines and a dozen allocations a request). It checks
+// the status and reads the whole body (Content-Length); anything else is an error.
+type loadClient struct {
+	addr, path, key string
+	conn            net.Conn
+	br              *bufio.Reader
+	req             []byte
+}
+
+func newLoadClient(addr, path, key string) *loadClient {
+	return &loadClient{addr: addr, path: path, key: key, req: make([]byte, 0, 256)}
+}
+
+func (c *loadClient) close() {
+	if c.conn != nil {
+		_ = c.conn.Close()
+		c.conn = nil
+	}
+}
+
+func (c *loadClient) get(page int) error {
+	if c.conn == nil {
+		conn, err := net.Dial("tcp", c.addr)
+		if err != nil {
+			return err
+		}
+		c.conn = conn
+		if c.br == nil {
+			c.br = bufio.NewReaderSize(conn, 16<<10)
+		} else {
+			c.br.Reset(conn)
+		}
+	}
+	b := append(c.req[:0], "GET "...)
+	b = append(b, c.path...)
+	b = strconv.AppendInt(b, int64(page), 10)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, c.addr...)
+	b = append(b, "\r\n"+headerAPIKey+": "...)
+	b = append(b, c.key...)
+	b = append(b, "\r\n\r\n"...)
+	c.req = b
+	if _, err := c.conn.Write(b); err != nil {
+		c.close()
+		return err
+	}
+	if err := c.readResponse(); err != nil {
+		c.close()
+		return fmt.Errorf("GET %s%d: %w", c.path, page, err)
+	}
+	return nil
+}
+
+func (c *loadClient) readResponse() error {
+	line, err := c.br.ReadSlice('\n')
+	if err != nil {
+		return err
+	}
+	if !bytes.HasPrefix(line, []byte("HTTP/1.1 200 ")) {
+		return fmt.Errorf("status line %q", bytes.TrimSpace(line))
+	}
+	length := -1
+	for {
+		line, err = c.br.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			break
+		}
+		name, value, found := bytes.Cut(line, []byte(":"))
+		if !found {
+			return fmt.Errorf("header line %q", line)
+		}
+		value = bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			n, err := strconv.Atoi(string(value))
+			if err != nil || n < 0 {
+				return fmt.Errorf("Content-Length %q", value)
+			}
+			length = n
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")),
+			bytes.EqualFold(name, []byte("Connection")) && bytes.EqualFold(value, []byte("close")):
+			return fmt.Errorf("unsupported header %q", line)
+		}
+	}
+	if length < 0 {
+		return errors.New("no Content-Length")
+	}
+	_, err = c.br.Discard(length)
+	return err
+}
