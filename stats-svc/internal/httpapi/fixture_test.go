@@ -22,7 +22,6 @@ import (
 	"forumstats.local/shared/testutil"
 	"forumstats.local/stats-svc/internal/cache"
 	"forumstats.local/stats-svc/internal/httpapi"
-	"forumstats.local/stats-svc/internal/query"
 	"forumstats.local/stats-svc/internal/report"
 	"forumstats.local/stats-svc/internal/store"
 )
@@ -116,8 +115,8 @@ func seed(t *testing.T, gdb *gorm.DB) {
 			return err
 		}
 		// Alpha also has 2026-11-06..13, so that a 15-day range is complete.
-		first, _ := query.ParseDate("2026-11-06")
-		for d := first; d.Before(query.Date{Year: 2026, Month: 11, Day: 14}); d = d.AddDays(1) {
+		first, _ := reports.ParseDay("2026-11-06")
+		for d := first; d.Before(reports.Day{Year: 2026, Month: 11, Day: 14}); d = d.AddDays(1) {
 			named := map[string]string{"12": "old-name"}
 			if d.Day <= 7 {
 				named["13"] = "archived" // only in the first half of a split range
@@ -126,7 +125,7 @@ func seed(t *testing.T, gdb *gorm.DB) {
 				return err
 			}
 		}
-		week, _ := query.ParseDate("2026-11-14")
+		week, _ := reports.ParseDay("2026-11-14")
 		for i := 0; i < 7; i++ {
 			d := week.AddDays(i)
 			done := d.AddDays(1).Start().Add(30 * time.Minute) // a finished day's last refresh

@@ -1,6 +1,7 @@
 // Package query turns the query string of the statistics and icons
 // operations into a resolved request, in the order of checks fixed by
-// contract section 4, and holds the Moscow period arithmetic.
+// contract section 4. Its periods are days and months of the Moscow calendar
+// (shared/reports).
 package query
 
 import (
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"forumstats.local/shared/reports"
 )
 
 // Validation failures; the HTTP layer maps each to its status and code.
@@ -38,22 +41,28 @@ const maxServerLen = 20
 type Query struct {
 	Mode Mode
 	// Month is set in month mode only.
-	Month Month
+	Month reports.Month
 	// From and To are the first and last included days (day, week, range).
-	From, To Date
+	From, To reports.Day
 	// Server is the raw, well-formed server parameter; "" means all servers.
 	Server string
-	// Defaulted is true when the month or date came from the clock.
-	Defaulted bool
 }
 
 // Composite reports whether the period is assembled from daily reports.
 func (q Query) Composite() bool { return q.Mode != ModeMonth }
 
+// Kind is the kind of the stored reports the period is composed from.
+func (q Query) Kind() reports.Kind {
+	if q.Composite() {
+		return reports.KindDay
+	}
+	return reports.KindMonth
+}
+
 // Days lists the days of a composite period in order.
-func (q Query) Days() []Date {
+func (q Query) Days() []reports.Day {
 	n := q.From.DaysUntil(q.To) + 1
-	days := make([]Date, 0, n)
+	days := make([]reports.Day, 0, n)
 	for i := 0; i < n; i++ {
 		days = append(days, q.From.AddDays(i))
 	}
@@ -72,7 +81,7 @@ func (q Query) End() time.Time {
 	if q.Mode == ModeMonth {
 		return q.Month.End()
 	}
-	return q.To.AddDays(1).Start()
+	return q.To.End()
 }
 
 // Key is a canonical cache key: two queries with equal keys get equal answers
@@ -137,23 +146,21 @@ func Parse(values url.Values, now time.Time) (Query, error) {
 	case ModeMonth:
 		vs, present := values["month"]
 		if !present {
-			q.Month, q.Defaulted = MonthOf(now), true
+			q.Month = reports.MonthOf(now)
 			return q, nil
 		}
-		m, ok := ParseMonth(vs[0])
+		m, ok := reports.ParseMonth(vs[0])
 		if !ok || !m.InLimits() {
 			return Query{}, ErrInvalidParameters
 		}
 		q.Month = m
 	case ModeDay, ModeWeek:
-		d := DateOf(now)
+		d := reports.DayOf(now)
 		if vs, present := values["date"]; present {
 			var ok bool
-			if d, ok = ParseDate(vs[0]); !ok || !d.InLimits() {
+			if d, ok = reports.ParseDay(vs[0]); !ok || !d.InLimits() {
 				return Query{}, ErrInvalidParameters
 			}
-		} else {
-			q.Defaulted = true
 		}
 		q.From, q.To = d, d
 		if q.Mode == ModeWeek {
@@ -170,12 +177,12 @@ func Parse(values url.Values, now time.Time) (Query, error) {
 	return q, nil
 }
 
-func rangeDate(values url.Values, name string) (Date, bool) {
+func rangeDate(values url.Values, name string) (reports.Day, bool) {
 	vs, present := values[name]
 	if !present {
-		return Date{}, false
+		return reports.Day{}, false
 	}
-	d, ok := ParseDate(vs[0])
+	d, ok := reports.ParseDay(vs[0])
 	return d, ok && d.InLimits()
 }
 

@@ -6,9 +6,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"forumstats.local/shared/reports"
 )
 
 var testNow = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC) // 13:00 in Moscow
+
+func day(y int, m time.Month, d int) reports.Day { return reports.Day{Year: y, Month: m, Day: d} }
+func month(y int, m time.Month) reports.Month    { return reports.Month{Year: y, Month: m} }
 
 func TestParse(t *testing.T) {
 	tests := []struct {
@@ -18,24 +23,24 @@ func TestParse(t *testing.T) {
 		err  error
 	}{
 		// Defaults.
-		{"no parameters", "", Query{Mode: ModeMonth, Month: Month{2026, 11}, Defaulted: true}, nil},
-		{"month default", "period=month", Query{Mode: ModeMonth, Month: Month{2026, 11}, Defaulted: true}, nil},
-		{"day default", "period=day", Query{Mode: ModeDay, From: Date{2026, 11, 20}, To: Date{2026, 11, 20}, Defaulted: true}, nil},
-		{"week default", "period=week", Query{Mode: ModeWeek, From: Date{2026, 11, 14}, To: Date{2026, 11, 20}, Defaulted: true}, nil},
+		{"no parameters", "", Query{Mode: ModeMonth, Month: month(2026, 11)}, nil},
+		{"month default", "period=month", Query{Mode: ModeMonth, Month: month(2026, 11)}, nil},
+		{"day default", "period=day", Query{Mode: ModeDay, From: day(2026, 11, 20), To: day(2026, 11, 20)}, nil},
+		{"week default", "period=week", Query{Mode: ModeWeek, From: day(2026, 11, 14), To: day(2026, 11, 20)}, nil},
 		// Explicit values.
-		{"month", "month=2015-01", Query{Mode: ModeMonth, Month: Month{2015, 1}}, nil},
-		{"month last", "period=month&month=2099-12&server=02", Query{Mode: ModeMonth, Month: Month{2099, 12}, Server: "02"}, nil},
-		{"day", "period=day&date=2024-02-29", Query{Mode: ModeDay, From: Date{2024, 2, 29}, To: Date{2024, 2, 29}}, nil},
-		{"week over year end", "period=week&date=2026-01-03", Query{Mode: ModeWeek, From: Date{2025, 12, 28}, To: Date{2026, 1, 3}}, nil},
-		{"week over leap day", "period=week&date=2024-03-02", Query{Mode: ModeWeek, From: Date{2024, 2, 25}, To: Date{2024, 3, 2}}, nil},
-		{"range 1 day", "period=range&from=2026-11-01&to=2026-11-01", Query{Mode: ModeRange, From: Date{2026, 11, 1}, To: Date{2026, 11, 1}}, nil},
-		{"range 31 days", "period=range&from=2026-01-01&to=2026-01-31", Query{Mode: ModeRange, From: Date{2026, 1, 1}, To: Date{2026, 1, 31}}, nil},
-		{"range 31 days over leap Feb", "period=range&from=2024-02-01&to=2024-03-02", Query{Mode: ModeRange, From: Date{2024, 2, 1}, To: Date{2024, 3, 2}}, nil},
+		{"month", "month=2015-01", Query{Mode: ModeMonth, Month: month(2015, 1)}, nil},
+		{"month last", "period=month&month=2099-12&server=02", Query{Mode: ModeMonth, Month: month(2099, 12), Server: "02"}, nil},
+		{"day", "period=day&date=2024-02-29", Query{Mode: ModeDay, From: day(2024, 2, 29), To: day(2024, 2, 29)}, nil},
+		{"week over year end", "period=week&date=2026-01-03", Query{Mode: ModeWeek, From: day(2025, 12, 28), To: day(2026, 1, 3)}, nil},
+		{"week over leap day", "period=week&date=2024-03-02", Query{Mode: ModeWeek, From: day(2024, 2, 25), To: day(2024, 3, 2)}, nil},
+		{"range 1 day", "period=range&from=2026-11-01&to=2026-11-01", Query{Mode: ModeRange, From: day(2026, 11, 1), To: day(2026, 11, 1)}, nil},
+		{"range 31 days", "period=range&from=2026-01-01&to=2026-01-31", Query{Mode: ModeRange, From: day(2026, 1, 1), To: day(2026, 1, 31)}, nil},
+		{"range 31 days over leap Feb", "period=range&from=2024-02-01&to=2024-03-02", Query{Mode: ModeRange, From: day(2024, 2, 1), To: day(2024, 3, 2)}, nil},
 		{"range 32 days", "period=range&from=2026-01-01&to=2026-02-01", Query{}, ErrInvalidRange},
 		{"range 32 days over Feb", "period=range&from=2023-02-01&to=2023-03-04", Query{}, ErrInvalidRange},
-		{"server guild id", "server=81384788765712384", Query{Mode: ModeMonth, Month: Month{2026, 11}, Server: "81384788765712384", Defaulted: true}, nil},
-		{"server 20 digits", "server=12345678901234567890", Query{Mode: ModeMonth, Month: Month{2026, 11}, Server: "12345678901234567890", Defaulted: true}, nil},
-		{"unknown parameters ignored", "foo=1&foo=2&Period=x", Query{Mode: ModeMonth, Month: Month{2026, 11}, Defaulted: true}, nil},
+		{"server guild id", "server=81384788765712384", Query{Mode: ModeMonth, Month: month(2026, 11), Server: "81384788765712384"}, nil},
+		{"server 20 digits", "server=12345678901234567890", Query{Mode: ModeMonth, Month: month(2026, 11), Server: "12345678901234567890"}, nil},
+		{"unknown parameters ignored", "foo=1&foo=2&Period=x", Query{Mode: ModeMonth, Month: month(2026, 11)}, nil},
 
 		// 1. period.
 		{"period empty", "period=", Query{}, ErrInvalidParameters},
@@ -96,13 +101,13 @@ func TestParse(t *testing.T) {
 		{"range reversed", "period=range&from=2026-01-02&to=2026-01-01", Query{}, ErrInvalidRange},
 		{"range before 2015", "period=range&from=2014-12-31&to=2015-01-01", Query{}, ErrInvalidRange},
 		{"range after 2099", "period=range&from=2099-12-31&to=2100-01-01", Query{}, ErrInvalidRange},
-		{"range with server ok", "period=range&from=2026-01-01&to=2026-01-02&server=7", Query{Mode: ModeRange, From: Date{2026, 1, 1}, To: Date{2026, 1, 2}, Server: "7"}, nil},
+		{"range with server ok", "period=range&from=2026-01-01&to=2026-01-02&server=7", Query{Mode: ModeRange, From: day(2026, 1, 1), To: day(2026, 1, 2), Server: "7"}, nil},
 		// Broken escapes stay visible to the checks instead of vanishing.
 		{"period broken escape", "period=%zz", Query{}, ErrInvalidParameters},
 		{"server broken escape", "server=%zz", Query{}, ErrInvalidServer},
-		{"unknown broken escape", "x%zz=%zz&period=day&date=2026-01-05", Query{Mode: ModeDay, From: Date{2026, 1, 5}, To: Date{2026, 1, 5}}, nil},
+		{"unknown broken escape", "x%zz=%zz&period=day&date=2026-01-05", Query{Mode: ModeDay, From: day(2026, 1, 5), To: day(2026, 1, 5)}, nil},
 		{"semicolon is not a separator", "period=day;date=2026-01-01", Query{}, ErrInvalidParameters},
-		{"escaped names decode", "%70eriod=day&date=2026-01-05", Query{Mode: ModeDay, From: Date{2026, 1, 5}, To: Date{2026, 1, 5}}, nil},
+		{"escaped names decode", "%70eriod=day&date=2026-01-05", Query{Mode: ModeDay, From: day(2026, 1, 5), To: day(2026, 1, 5)}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,15 +127,15 @@ func TestParseDefaultsFollowMoscow(t *testing.T) {
 	before := time.Date(2026, 11, 30, 20, 59, 59, 0, time.UTC)
 	after := before.Add(time.Second)
 	q, _ := Parse(url.Values{}, before)
-	if q.Month != (Month{2026, 11}) {
+	if q.Month != (month(2026, 11)) {
 		t.Errorf("month before midnight = %v", q.Month)
 	}
 	q, _ = Parse(url.Values{}, after)
-	if q.Month != (Month{2026, 12}) {
+	if q.Month != (month(2026, 12)) {
 		t.Errorf("month after midnight = %v", q.Month)
 	}
 	q, _ = Parse(url.Values{"period": {"day"}}, after)
-	if q.From != (Date{2026, 12, 1}) {
+	if q.From != (day(2026, 12, 1)) {
 		t.Errorf("day after midnight = %v", q.From)
 	}
 }
@@ -245,9 +250,10 @@ func FuzzParse(f *testing.F) {
 		if !q.Start().Before(q.End()) {
 			t.Fatalf("empty period %+v", q)
 		}
+		// The clock lies in the limits, so even a default period does.
 		switch q.Mode {
 		case ModeMonth:
-			if !q.Defaulted && !q.Month.InLimits() {
+			if !q.Month.InLimits() {
 				t.Fatalf("month out of limits: %v", q.Month)
 			}
 		case ModeDay, ModeWeek, ModeRange:
@@ -258,7 +264,7 @@ func FuzzParse(f *testing.F) {
 			if q.End().Sub(q.Start()) != time.Duration(n)*24*time.Hour {
 				t.Fatalf("%s bounds %v..%v", q.Mode, q.Start(), q.End())
 			}
-			if !q.Defaulted && (!q.To.InLimits() || (q.Mode == ModeRange && !q.From.InLimits())) {
+			if !q.To.InLimits() || (q.Mode == ModeRange && !q.From.InLimits()) {
 				t.Fatalf("dates out of limits: %+v", q)
 			}
 		default:

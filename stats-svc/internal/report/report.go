@@ -14,22 +14,12 @@ import (
 	"strings"
 	"time"
 
+	"forumstats.local/shared/reports"
 	"forumstats.local/stats-svc/internal/query"
 )
 
 // ErrServerNotFound: a well-formed server parameter names no catalog server.
 var ErrServerNotFound = errors.New("server not found")
-
-// Report statuses. ok and stale are stored; missing is only composed.
-const (
-	StatusOK      = "ok"
-	StatusStale   = "stale"
-	StatusMissing = "missing"
-)
-
-// staleAfterRefreshes: a refreshed report older than this many refresh
-// pauses shows as stale, so a dead collector does not look healthy.
-const staleAfterRefreshes = 3
 
 // Server is a catalog entry with its current guild metadata.
 type Server struct {
@@ -39,17 +29,6 @@ type Server struct {
 	Icon        *string
 	Banner      *string
 	BannerKnown bool // false: metadata predates banner collection
-}
-
-// Stored is one stored daily or monthly report row.
-type Stored struct {
-	GuildID       string
-	Period        string // day 'YYYY-MM-DD' or month 'YYYY-MM'
-	GeneratedAt   time.Time
-	Status        string
-	ErrorCode     *string
-	ErrorMessage  *string
-	TotalMessages int64
 }
 
 // Channel is a channel's count over the period and its newest name.
@@ -67,7 +46,7 @@ type Data struct {
 	Servers []Server
 	// Reports are the monthly reports of the month, or the daily reports of
 	// the period's days, of those servers.
-	Reports []Stored
+	Reports []reports.Row
 	// Channels are summed over the period per server and channel.
 	Channels []Channel
 }
@@ -138,15 +117,12 @@ func Statistics(q query.Query, now time.Time, d Data, links Links) (Answer, erro
 		links: links,
 		// Which periods count as refreshed (and every default) changes at
 		// Moscow midnight, so no answer outlives it.
-		validUntil: query.NextMidnight(now),
-		refresh:    time.Duration(d.RefreshMinutes) * time.Minute,
-		reports:    make(map[string][]Stored, len(d.Servers)),
-		channels:   make(map[string][]Channel, len(d.Servers)),
+		validUntil:     reports.NextMidnight(now),
+		refreshed:      reports.RefreshedAt(now),
+		refreshMinutes: d.RefreshMinutes,
+		reports:        make(map[string][]reports.Row, len(d.Servers)),
+		channels:       make(map[string][]Channel, len(d.Servers)),
 	}
-	today := query.DateOf(now)
-	thisMonth := query.MonthOf(now)
-	c.liveDays = [2]string{today.String(), today.AddDays(-1).String()}
-	c.liveMonths = [2]string{thisMonth.String(), thisMonth.AddMonths(-1).String()}
 	if q.Composite() {
 		c.days = len(q.Days())
 	}
@@ -157,7 +133,7 @@ func Statistics(q query.Query, now time.Time, d Data, links Links) (Answer, erro
 		c.channels[ch.GuildID] = append(c.channels[ch.GuildID], ch)
 	}
 
-	body := statisticsBody{Timezone: query.Timezone, RefreshMinutes: d.RefreshMinutes}
+	body := statisticsBody{Timezone: reports.Timezone, RefreshMinutes: d.RefreshMinutes}
 	if q.Mode == query.ModeMonth {
 		body.Month = q.Month.String()
 	} else {
@@ -177,7 +153,7 @@ func Statistics(q query.Query, now time.Time, d Data, links Links) (Answer, erro
 		var total int64
 		for i, s := range d.Servers {
 			servers[i] = c.server(s)
-			if servers[i].Status == StatusOK {
+			if servers[i].Status == reports.StatusOK {
 				ready++
 				total += *servers[i].TotalMessages
 			}
@@ -192,16 +168,15 @@ func Statistics(q query.Query, now time.Time, d Data, links Links) (Answer, erro
 }
 
 type composer struct {
-	q          query.Query
-	now        time.Time
-	links      Links
-	refresh    time.Duration
-	days       int
-	liveDays   [2]string
-	liveMonths [2]string
-	reports    map[string][]Stored
-	channels   map[string][]Channel
-	validUntil time.Time
+	q              query.Query
+	now            time.Time
+	links          Links
+	refreshed      reports.Refreshed
+	refreshMinutes int
+	days           int
+	reports        map[string][]reports.Row
+	channels       map[string][]Channel
+	validUntil     time.Time
 }
 
 func (c *composer) server(s Server) serverReport {
@@ -212,7 +187,7 @@ func (c *composer) server(s Server) serverReport {
 		IconURL:   c.links.icon(s),
 		BannerURL: c.links.banner(s),
 		Channels:  []channelJSON{},
-		Status:    StatusMissing,
+		Status:    reports.StatusMissing,
 	}
 	reps := c.reports[s.GuildID]
 	if len(reps) > 0 {
@@ -233,14 +208,14 @@ func (c *composer) server(s Server) serverReport {
 		return out // missing: no total, no channels, no error
 	}
 
-	out.Status = StatusOK
+	out.Status = reports.StatusOK
 	var total int64
-	var errorFrom *Stored
+	var errorFrom *reports.Row
 	for i := range reps {
 		r := &reps[i]
 		total += r.TotalMessages
 		if c.stale(r) {
-			out.Status = StatusStale
+			out.Status = reports.StatusStale
 			// The newest failing report tells the most current error.
 			if r.ErrorCode != nil && (errorFrom == nil || r.Period > errorFrom.Period) {
 				errorFrom = r
@@ -263,20 +238,17 @@ func (c *composer) server(s Server) serverReport {
 	return out
 }
 
-// stale applies the stored status and the age rule, and lowers validUntil to
-// the moment a still-fresh live report would turn stale.
-func (c *composer) stale(r *Stored) bool {
-	if r.Status != StatusOK {
+// stale applies the stored status and the age rule (only the periods the
+// collector keeps refreshing age), and lowers validUntil to the moment a
+// still-fresh refreshed report would turn stale.
+func (c *composer) stale(r *reports.Row) bool {
+	if r.Status != reports.StatusOK {
 		return true
 	}
-	live := r.Period == c.liveDays[0] || r.Period == c.liveDays[1]
-	if !c.q.Composite() {
-		live = r.Period == c.liveMonths[0] || r.Period == c.liveMonths[1]
-	}
-	if !live {
+	if !c.refreshed.Has(c.q.Kind(), r.Period) {
 		return false
 	}
-	turns := r.GeneratedAt.Add(staleAfterRefreshes * c.refresh)
+	turns := reports.TurnsStale(r.GeneratedAt, c.refreshMinutes)
 	if c.now.After(turns) {
 		return true
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"forumstats.local/shared/reports"
 	"forumstats.local/stats-svc/internal/query"
 )
 
@@ -85,7 +86,7 @@ func TestGoldenDayAnswer(t *testing.T) {
 	a, err := Statistics(q, now, Data{
 		RefreshMinutes: 10,
 		Servers:        []Server{alpha},
-		Reports:        []Stored{{GuildID: "100", Period: "2026-11-10", GeneratedAt: at("2026-11-10T20:59:00.75Z"), Status: StatusOK, TotalMessages: 12}},
+		Reports:        []reports.Row{{GuildID: "100", Period: "2026-11-10", GeneratedAt: at("2026-11-10T20:59:00.75Z"), Status: reports.StatusOK, TotalMessages: 12}},
 		Channels:       []Channel{{GuildID: "100", ID: "9", Name: "general", Messages: 12}},
 	}, links)
 	if err != nil {
@@ -121,9 +122,9 @@ func TestMonthAllServers(t *testing.T) {
 	a, err := Statistics(q, now, Data{
 		RefreshMinutes: 10,
 		Servers:        []Server{alpha, beta, gamma},
-		Reports: []Stored{
-			{GuildID: "100", Period: "2026-09", GeneratedAt: at("2026-10-01T00:00:00Z"), Status: StatusOK, TotalMessages: 40},
-			{GuildID: "200", Period: "2026-09", GeneratedAt: at("2026-09-29T00:00:00Z"), Status: StatusStale,
+		Reports: []reports.Row{
+			{GuildID: "100", Period: "2026-09", GeneratedAt: at("2026-10-01T00:00:00Z"), Status: reports.StatusOK, TotalMessages: 40},
+			{GuildID: "200", Period: "2026-09", GeneratedAt: at("2026-09-29T00:00:00Z"), Status: reports.StatusStale,
 				ErrorCode: ptr("rate_limited"), ErrorMessage: ptr("slow down"), TotalMessages: 7},
 		},
 		Channels: []Channel{
@@ -148,16 +149,16 @@ func TestMonthAllServers(t *testing.T) {
 	}
 	s1, s2, s3 := d.Servers[0], d.Servers[1], d.Servers[2]
 	wantCh := []channelJSON{{"5", "c", 20}, {"9", "a", 10}, {"11", "b", 10}}
-	if s1.Status != StatusOK || *s1.TotalMessages != 40 || !reflect.DeepEqual(s1.Channels, wantCh) || s1.Error != nil {
+	if s1.Status != reports.StatusOK || *s1.TotalMessages != 40 || !reflect.DeepEqual(s1.Channels, wantCh) || s1.Error != nil {
 		t.Fatalf("alpha: %+v", s1)
 	}
-	if s2.Status != StatusStale || *s2.TotalMessages != 7 || s2.Error == nil || *s2.Error != (reportError{"rate_limited", "slow down"}) {
+	if s2.Status != reports.StatusStale || *s2.TotalMessages != 7 || s2.Error == nil || *s2.Error != (reportError{"rate_limited", "slow down"}) {
 		t.Fatalf("beta: %+v", s2)
 	}
 	if *s2.IconURL != "https://cdn.example/icons/200/a_anim.gif?size=256" || s2.BannerURL != nil {
 		t.Fatalf("beta links: %v %v", *s2.IconURL, s2.BannerURL)
 	}
-	if s3.Status != StatusMissing || s3.TotalMessages != nil || s3.Channels == nil || len(s3.Channels) != 0 ||
+	if s3.Status != reports.StatusMissing || s3.TotalMessages != nil || s3.Channels == nil || len(s3.Channels) != 0 ||
 		s3.GeneratedAt != nil || s3.Error != nil || s3.IconURL != nil || s3.BannerURL != nil {
 		t.Fatalf("gamma: %+v", s3)
 	}
@@ -173,15 +174,15 @@ func TestAgeStaleness(t *testing.T) {
 		status    string
 		until     string // expected ValidUntil
 	}{
-		{"current month fresh", "", "2026-11", "2026-11-20T09:40:00Z", StatusOK, "2026-11-20T10:10:00.000000001Z"},
-		{"current month old", "", "2026-11", "2026-11-20T09:29:59Z", StatusStale, "2026-11-20T21:00:00Z"},
-		{"current month exactly 3x", "", "2026-11", "2026-11-20T09:30:00Z", StatusOK, "2026-11-20T10:00:00.000000001Z"},
-		{"previous month old", "month=2026-10", "2026-10", "2026-11-01T00:00:00Z", StatusStale, "2026-11-20T21:00:00Z"},
-		{"older month old", "month=2026-09", "2026-09", "2026-10-01T00:00:00Z", StatusOK, "2026-11-20T21:00:00Z"},
-		{"today old", "period=day", "2026-11-20", "2026-11-20T08:00:00Z", StatusStale, "2026-11-20T21:00:00Z"},
-		{"yesterday fresh", "period=day&date=2026-11-19", "2026-11-19", "2026-11-20T09:55:00Z", StatusOK, "2026-11-20T10:25:00.000000001Z"},
-		{"yesterday old", "period=day&date=2026-11-19", "2026-11-19", "2026-11-19T21:00:00Z", StatusStale, "2026-11-20T21:00:00Z"},
-		{"two days ago old", "period=day&date=2026-11-18", "2026-11-18", "2026-11-18T21:00:00Z", StatusOK, "2026-11-20T21:00:00Z"},
+		{"current month fresh", "", "2026-11", "2026-11-20T09:40:00Z", reports.StatusOK, "2026-11-20T10:10:00.000000001Z"},
+		{"current month old", "", "2026-11", "2026-11-20T09:29:59Z", reports.StatusStale, "2026-11-20T21:00:00Z"},
+		{"current month exactly 3x", "", "2026-11", "2026-11-20T09:30:00Z", reports.StatusOK, "2026-11-20T10:00:00.000000001Z"},
+		{"previous month old", "month=2026-10", "2026-10", "2026-11-01T00:00:00Z", reports.StatusStale, "2026-11-20T21:00:00Z"},
+		{"older month old", "month=2026-09", "2026-09", "2026-10-01T00:00:00Z", reports.StatusOK, "2026-11-20T21:00:00Z"},
+		{"today old", "period=day", "2026-11-20", "2026-11-20T08:00:00Z", reports.StatusStale, "2026-11-20T21:00:00Z"},
+		{"yesterday fresh", "period=day&date=2026-11-19", "2026-11-19", "2026-11-20T09:55:00Z", reports.StatusOK, "2026-11-20T10:25:00.000000001Z"},
+		{"yesterday old", "period=day&date=2026-11-19", "2026-11-19", "2026-11-19T21:00:00Z", reports.StatusStale, "2026-11-20T21:00:00Z"},
+		{"two days ago old", "period=day&date=2026-11-18", "2026-11-18", "2026-11-18T21:00:00Z", reports.StatusOK, "2026-11-20T21:00:00Z"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -189,7 +190,7 @@ func TestAgeStaleness(t *testing.T) {
 			a, err := Statistics(q, now, Data{
 				RefreshMinutes: 10,
 				Servers:        []Server{alpha},
-				Reports:        []Stored{{GuildID: "100", Period: tt.period, GeneratedAt: at(tt.generated), Status: StatusOK, TotalMessages: 3}},
+				Reports:        []reports.Row{{GuildID: "100", Period: tt.period, GeneratedAt: at(tt.generated), Status: reports.StatusOK, TotalMessages: 3}},
 			}, links)
 			if err != nil {
 				t.Fatal(err)
@@ -206,25 +207,25 @@ func TestAgeStaleness(t *testing.T) {
 }
 
 func TestCompositePeriods(t *testing.T) {
-	day := func(g, d, gen, status string, total int64, code *string) Stored {
-		return Stored{GuildID: g, Period: d, GeneratedAt: at(gen), Status: status, TotalMessages: total, ErrorCode: code, ErrorMessage: code}
+	day := func(g, d, gen, status string, total int64, code *string) reports.Row {
+		return reports.Row{GuildID: g, Period: d, GeneratedAt: at(gen), Status: status, TotalMessages: total, ErrorCode: code, ErrorMessage: code}
 	}
 	q := parse(t, "period=range&from=2026-11-01&to=2026-11-03")
 	a, err := Statistics(q, now, Data{
 		RefreshMinutes: 10,
 		Servers:        []Server{alpha, beta, gamma},
-		Reports: []Stored{
+		Reports: []reports.Row{
 			// alpha: complete and ok.
-			day("100", "2026-11-01", "2026-11-01T21:00:00Z", StatusOK, 1, nil),
-			day("100", "2026-11-02", "2026-11-02T21:00:00Z", StatusOK, 2, nil),
-			day("100", "2026-11-03", "2026-11-03T20:00:00Z", StatusOK, 4, nil),
+			day("100", "2026-11-01", "2026-11-01T21:00:00Z", reports.StatusOK, 1, nil),
+			day("100", "2026-11-02", "2026-11-02T21:00:00Z", reports.StatusOK, 2, nil),
+			day("100", "2026-11-03", "2026-11-03T20:00:00Z", reports.StatusOK, 4, nil),
 			// beta: complete, two stale days: the sum stays, the newest error shows.
-			day("200", "2026-11-03", "2026-11-04T00:00:00Z", StatusStale, 5, ptr("late")),
-			day("200", "2026-11-01", "2026-10-31T22:00:00Z", StatusStale, 10, ptr("early")),
-			day("200", "2026-11-02", "2026-11-02T22:00:00Z", StatusOK, 20, nil),
+			day("200", "2026-11-03", "2026-11-04T00:00:00Z", reports.StatusStale, 5, ptr("late")),
+			day("200", "2026-11-01", "2026-10-31T22:00:00Z", reports.StatusStale, 10, ptr("early")),
+			day("200", "2026-11-02", "2026-11-02T22:00:00Z", reports.StatusOK, 20, nil),
 			// gamma: one day missing.
-			day("300", "2026-11-01", "2026-11-01T23:00:00Z", StatusOK, 100, nil),
-			day("300", "2026-11-03", "2026-11-03T23:00:00Z", StatusOK, 100, nil),
+			day("300", "2026-11-01", "2026-11-01T23:00:00Z", reports.StatusOK, 100, nil),
+			day("300", "2026-11-03", "2026-11-03T23:00:00Z", reports.StatusOK, 100, nil),
 		},
 		Channels: []Channel{
 			{GuildID: "100", ID: "1", Name: "one", Messages: 7},
@@ -241,14 +242,14 @@ func TestCompositePeriods(t *testing.T) {
 		t.Fatalf("period fields: %s", a.Body)
 	}
 	s1, s2, s3 := d.Servers[0], d.Servers[1], d.Servers[2]
-	if s1.Status != StatusOK || *s1.TotalMessages != 7 || *s1.GeneratedAt != "2026-11-01T21:00:00Z" || len(s1.Channels) != 1 {
+	if s1.Status != reports.StatusOK || *s1.TotalMessages != 7 || *s1.GeneratedAt != "2026-11-01T21:00:00Z" || len(s1.Channels) != 1 {
 		t.Fatalf("alpha %+v", s1)
 	}
-	if s2.Status != StatusStale || *s2.TotalMessages != 35 || *s2.GeneratedAt != "2026-10-31T22:00:00Z" ||
+	if s2.Status != reports.StatusStale || *s2.TotalMessages != 35 || *s2.GeneratedAt != "2026-10-31T22:00:00Z" ||
 		s2.Error == nil || s2.Error.Code != "late" || len(s2.Channels) != 1 {
 		t.Fatalf("beta %+v", s2)
 	}
-	if s3.Status != StatusMissing || s3.TotalMessages != nil || len(s3.Channels) != 0 || *s3.GeneratedAt != "2026-11-01T23:00:00Z" || s3.Error != nil {
+	if s3.Status != reports.StatusMissing || s3.TotalMessages != nil || len(s3.Channels) != 0 || *s3.GeneratedAt != "2026-11-01T23:00:00Z" || s3.Error != nil {
 		t.Fatalf("gamma %+v", s3)
 	}
 	if *d.ReadyServers != 1 || *d.TotalMessages != 7 || *d.Complete || *d.TotalServers != 3 {
@@ -258,9 +259,9 @@ func TestCompositePeriods(t *testing.T) {
 
 func TestWeekWithTodayTurnsStale(t *testing.T) {
 	q := parse(t, "period=week&server=1")
-	var reps []Stored
+	var reps []reports.Row
 	for _, d := range q.Days() {
-		reps = append(reps, Stored{GuildID: "100", Period: d.String(), GeneratedAt: d.AddDays(1).Start(), Status: StatusOK, TotalMessages: 1})
+		reps = append(reps, reports.Row{GuildID: "100", Period: d.String(), GeneratedAt: d.AddDays(1).Start(), Status: reports.StatusOK, TotalMessages: 1})
 	}
 	reps[6].GeneratedAt = at("2026-11-20T09:50:00Z") // today, fresh
 	reps[5].GeneratedAt = at("2026-11-20T09:45:00Z") // yesterday, fresh, turns stale first
@@ -269,7 +270,7 @@ func TestWeekWithTodayTurnsStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := decode(t, a)
-	if d.Server.Status != StatusOK || *d.Server.TotalMessages != 7 {
+	if d.Server.Status != reports.StatusOK || *d.Server.TotalMessages != 7 {
 		t.Fatalf("server %+v", d.Server)
 	}
 	if want := at("2026-11-20T10:15:00Z").Add(time.Nanosecond); !a.ValidUntil.Equal(want) {
@@ -279,7 +280,7 @@ func TestWeekWithTodayTurnsStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := decode(t, later).Server.Status; s != StatusStale {
+	if s := decode(t, later).Server.Status; s != reports.StatusStale {
 		t.Fatalf("at valid-until the answer must change, status %s", s)
 	}
 }
@@ -348,13 +349,13 @@ func FuzzStatistics(f *testing.F) {
 	f.Add(uint8(7), []byte{255, 128, 7, 7, 9}, int64(-3))
 	f.Fuzz(func(t *testing.T, days uint8, cells []byte, refresh int64) {
 		n := 1 + int(days)%query.MaxRangeDays
-		from := query.DateOf(now).AddDays(-n + 2) // ends tomorrow: today and yesterday are live
+		from := reports.DayOf(now).AddDays(-n + 2) // ends tomorrow: today and yesterday are live
 		q, err := query.Parse(query.Values("period=range&from="+from.String()+"&to="+from.AddDays(n-1).String()), now)
 		if err != nil {
 			t.Fatal(err)
 		}
 		servers := []Server{alpha, beta, gamma}
-		var reps []Stored
+		var reps []reports.Row
 		for i, c := range cells {
 			s := servers[i%3]
 			d := from.AddDays(int(c) % n)
@@ -365,11 +366,11 @@ func FuzzStatistics(f *testing.F) {
 			if dup {
 				continue
 			}
-			status := StatusOK
+			status := reports.StatusOK
 			if c&0x80 != 0 {
-				status = StatusStale
+				status = reports.StatusStale
 			}
-			reps = append(reps, Stored{GuildID: s.GuildID, Period: d.String(), GeneratedAt: now.Add(-time.Duration(c) * time.Minute), Status: status, TotalMessages: int64(c)})
+			reps = append(reps, reports.Row{GuildID: s.GuildID, Period: d.String(), GeneratedAt: now.Add(-time.Duration(c) * time.Minute), Status: status, TotalMessages: int64(c)})
 		}
 		a, err := Statistics(q, now, Data{RefreshMinutes: int(refresh % 60), Servers: servers, Reports: reps}, links)
 		if err != nil {
@@ -386,15 +387,15 @@ func FuzzStatistics(f *testing.F) {
 				}
 			}
 			switch s.Status {
-			case StatusOK:
+			case reports.StatusOK:
 				ready++
 				total += *s.TotalMessages
 				fallthrough
-			case StatusStale:
+			case reports.StatusStale:
 				if present != n || s.TotalMessages == nil {
 					t.Fatalf("%s %s with %d of %d days", s.GuildID, s.Status, present, n)
 				}
-			case StatusMissing:
+			case reports.StatusMissing:
 				if present == n || s.TotalMessages != nil || len(s.Channels) != 0 {
 					t.Fatalf("%s missing with %d of %d days", s.GuildID, present, n)
 				}
@@ -405,7 +406,7 @@ func FuzzStatistics(f *testing.F) {
 		if *d.ReadyServers != ready || *d.TotalMessages != total || *d.Complete != (ready == 3) {
 			t.Fatalf("totals %s", a.Body)
 		}
-		if !a.ValidUntil.After(now) || a.ValidUntil.After(query.NextMidnight(now)) {
+		if !a.ValidUntil.After(now) || a.ValidUntil.After(reports.NextMidnight(now)) {
 			t.Fatalf("valid until %v", a.ValidUntil)
 		}
 	})
@@ -424,7 +425,7 @@ func BenchmarkStatisticsAllServers(b *testing.B) {
 		id := fmt.Sprint(100000000000000000 + g)
 		d.Servers = append(d.Servers, Server{Number: g, Name: fmt.Sprint("Server ", g), GuildID: id, Icon: ptr("a_0123456789abcdef"), Banner: ptr("0123456789abcdef"), BannerKnown: true})
 		for _, day := range q.Days() {
-			d.Reports = append(d.Reports, Stored{GuildID: id, Period: day.String(), GeneratedAt: day.AddDays(1).Start(), Status: StatusOK, TotalMessages: 1000})
+			d.Reports = append(d.Reports, reports.Row{GuildID: id, Period: day.String(), GeneratedAt: day.AddDays(1).Start(), Status: reports.StatusOK, TotalMessages: 1000})
 		}
 		for c := 1; c <= 50; c++ {
 			d.Channels = append(d.Channels, Channel{GuildID: id, ID: fmt.Sprint(200000000000000000 + g*1000 + c), Name: fmt.Sprint("channel-", c), Messages: int64((g*31 + c*17) % 100 * 31)})

@@ -19,9 +19,9 @@ import (
 
 // Store answers statistics and icons requests from the database.
 type Store struct {
-	db       *gorm.DB
-	links    report.Links
-	postgres bool
+	db      *gorm.DB
+	links   report.Links
+	dialect db.Dialect
 	// splits bounds the aggregates running on a second connection: a
 	// request holding its first connection never waits for a second one
 	// unless it holds a slot, so the pool cannot deadlock.
@@ -38,7 +38,7 @@ func New(gdb *gorm.DB, links report.Links) *Store {
 			slots = min(slots, n-1)
 		}
 	}
-	return &Store{db: gdb, links: links, postgres: db.IsPostgres(gdb), splits: make(chan struct{}, max(slots, 0))}
+	return &Store{db: gdb, links: links, dialect: db.DialectOf(gdb), splits: make(chan struct{}, max(slots, 0))}
 }
 
 // Generation returns the current data generation.
@@ -69,7 +69,7 @@ func (s *Store) Statistics(ctx context.Context, q query.Query, now time.Time) (r
 			if q.Composite() {
 				err = s.loadDays(ctx, tx, &data, guild, q)
 			} else {
-				err = s.loadMonth(tx, &data, guild, q.Month.String())
+				err = loadMonth(tx, &data, guild, q.Month.String())
 			}
 			if err != nil {
 				return err
@@ -103,15 +103,15 @@ func (s *Store) Icons(ctx context.Context, server string) (report.Answer, error)
 	return out, err
 }
 
-// read runs fn on one consistent view. On PostgreSQL that is a read-only
-// repeatable-read transaction, so the generation read first names exactly the
-// data read after it. SQLite (one connection, BEGIN IMMEDIATE per the shared
-// DSN, which would block the collector) reads without one: the generation is
-// still read first, so the data is never older than the generation it is
-// cached under.
+// read runs fn on one consistent view. With snapshot reads (PostgreSQL) that
+// is a read-only repeatable-read transaction, so the generation read first
+// names exactly the data read after it. SQLite (one connection, BEGIN
+// IMMEDIATE per the shared DSN, which would block the collector) reads
+// without one: the generation is still read first, so the data is never older
+// than the generation it is cached under.
 func (s *Store) read(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	tx := s.db.WithContext(ctx)
-	if !s.postgres {
+	if !s.dialect.SnapshotReads {
 		return fn(tx)
 	}
 	return tx.Transaction(func(tx *gorm.DB) error {
@@ -192,54 +192,26 @@ func (s *Store) loadServers(tx *gorm.DB, server string) ([]report.Server, error)
 	return out, nil
 }
 
-type reportRow struct {
-	GuildID       string
-	Period        string
-	GeneratedAt   time.Time
-	Status        string
-	ErrorCode     *string
-	ErrorMessage  *string
-	TotalMessages int64
-}
-
-type channelRow struct {
-	GuildID  string
-	ID       string
-	Name     string
-	Messages int64
-}
-
-func toStored(rows []reportRow) []report.Stored {
-	out := make([]report.Stored, len(rows))
-	for i, r := range rows {
-		out[i] = report.Stored(r)
-	}
-	return out
-}
-
-func toChannels(rows []channelRow) []report.Channel {
-	out := make([]report.Channel, len(rows))
-	for i, r := range rows {
-		out[i] = report.Channel(r)
-	}
-	return out
+// reportsSQL selects the reports of kind whose period matches cond.
+func reportsSQL(kind reports.Kind, cond string) string {
+	t := kind.Tables()
+	return "SELECT " + kind.ReportColumns() + " FROM " + t.Reports + " WHERE " + t.Period + " " + cond
 }
 
 // loadMonth reads the monthly reports of month and their channels, by the
 // (month, guild_id) indexes (or the primary keys for one server).
-func (s *Store) loadMonth(tx *gorm.DB, data *report.Data, guild, month string) error {
+func loadMonth(tx *gorm.DB, data *report.Data, guild, month string) error {
 	filter, args := guildFilter(guild, month)
-	reps, err := scanAll(tx.Raw(`SELECT guild_id, month, generated_at, status, error_code, error_message, total_messages
-FROM monthly_reports WHERE month = ?`+filter, args...), scanReport)
+	reps, err := scanAll(tx.Raw(reportsSQL(reports.KindMonth, "= ?")+filter, args...), scanReport)
 	if err != nil {
 		return fmt.Errorf("read monthly reports: %w", err)
 	}
 	chans, err := scanAll(tx.Raw(`SELECT guild_id, channel_id, name, messages
-FROM monthly_channel_counts WHERE month = ?`+filter, args...), scanChannel)
+FROM `+reports.KindMonth.Tables().Channels+` WHERE month = ?`+filter, args...), scanChannel)
 	if err != nil {
 		return fmt.Errorf("read monthly channels: %w", err)
 	}
-	data.Reports, data.Channels = toStored(reps), toChannels(chans)
+	data.Reports, data.Channels = reps, chans
 	return nil
 }
 
@@ -249,7 +221,7 @@ FROM monthly_channel_counts WHERE month = ?`+filter, args...), scanChannel)
 func (s *Store) loadDays(ctx context.Context, tx *gorm.DB, data *report.Data, guild string, q query.Query) error {
 	var other chan partResult
 	from, to := q.From, q.To
-	if s.postgres && guild == "" && from.DaysUntil(to)+1 >= splitDays && s.trySplit() {
+	if s.dialect.ExportSnapshot && guild == "" && from.DaysUntil(to)+1 >= splitDays && s.trySplit() {
 		defer func() { <-s.splits }()
 		// A long all-servers range is aggregated in two halves at once, on
 		// two connections sharing this transaction's snapshot, so that the
@@ -274,7 +246,7 @@ func (s *Store) loadDays(ctx context.Context, tx *gorm.DB, data *report.Data, gu
 				if err := tx2.Exec(workMem).Error; err != nil {
 					return err
 				}
-				r.rows, r.err = channelSums(tx2, guild, secondFrom, secondTo)
+				r.rows, r.err = s.channelSums(tx2, guild, secondFrom, secondTo)
 				return r.err
 			}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 			other <- r
@@ -283,14 +255,13 @@ func (s *Store) loadDays(ctx context.Context, tx *gorm.DB, data *report.Data, gu
 	}
 
 	filter, args := guildFilter(guild, q.From.String(), q.To.String())
-	reps, err := scanAll(tx.Raw(`SELECT guild_id, day, generated_at, status, error_code, error_message, total_messages
-FROM daily_reports WHERE day BETWEEN ? AND ?`+filter, args...), scanReport)
+	reps, err := scanAll(tx.Raw(reportsSQL(reports.KindDay, "BETWEEN ? AND ?")+filter, args...), scanReport)
 	if err != nil {
 		err = fmt.Errorf("read daily reports: %w", err)
 	}
-	var chans []channelRow
+	var chans []report.Channel
 	if err == nil {
-		chans, err = channelSums(tx, guild, from.String(), to.String())
+		chans, err = s.channelSums(tx, guild, from.String(), to.String())
 	}
 	if other != nil {
 		r := <-other // always waited for: the exported snapshot lives as long as tx
@@ -307,7 +278,7 @@ FROM daily_reports WHERE day BETWEEN ? AND ?`+filter, args...), scanReport)
 			chans[i].Name = chans[i].Name[len("YYYY-MM-DD"):]
 		}
 	}
-	data.Reports, data.Channels = toStored(reps), toChannels(chans)
+	data.Reports, data.Channels = reps, chans
 	return nil
 }
 
@@ -326,23 +297,19 @@ func (s *Store) trySplit() bool {
 var snapshotID = regexp.MustCompile(`^[0-9A-Fa-f-]+$`)
 
 type partResult struct {
-	rows []channelRow
+	rows []report.Channel
 	err  error
 }
 
 // channelSums sums each channel over from..to. Name is MAX(day || name): the
 // name of the newest day, days being fixed-width text (the caller strips the
-// day). The covering index (day, guild_id, channel_id, messages, name) makes
-// it an index-only scan.
-func channelSums(tx *gorm.DB, guild, from, to string) ([]channelRow, error) {
-	newest := "MAX(day || name)"
-	if db.IsPostgres(tx) {
-		// Byte order, whatever the database collation: cheaper, and the day prefix decides.
-		newest = `MAX((day || name) COLLATE "C")`
-	}
+// day), compared in byte order whatever the database collation (cheaper, and
+// the day prefix decides). The covering index (day, guild_id, channel_id,
+// messages, name) makes it an index-only scan.
+func (s *Store) channelSums(tx *gorm.DB, guild, from, to string) ([]report.Channel, error) {
 	filter, args := guildFilter(guild, from, to)
-	chans, err := scanAll(tx.Raw(`SELECT guild_id, channel_id, `+newest+`, CAST(SUM(messages) AS BIGINT)
-FROM daily_channel_counts WHERE day BETWEEN ? AND ?`+filter+`
+	chans, err := scanAll(tx.Raw(`SELECT guild_id, channel_id, MAX((day || name)`+s.dialect.ByteOrderCollation+`), CAST(SUM(messages) AS BIGINT)
+FROM `+reports.KindDay.Tables().Channels+` WHERE day BETWEEN ? AND ?`+filter+`
 GROUP BY guild_id, channel_id`, args...), scanChannel)
 	if err != nil {
 		return nil, fmt.Errorf("read daily channels: %w", err)
@@ -358,11 +325,11 @@ func guildFilter(guild string, args ...any) (string, []any) {
 	return " AND guild_id = ?", append(args, guild)
 }
 
-func scanReport(rows *sql.Rows, r *reportRow) error {
+func scanReport(rows *sql.Rows, r *reports.Row) error {
 	return rows.Scan(&r.GuildID, &r.Period, &r.GeneratedAt, &r.Status, &r.ErrorCode, &r.ErrorMessage, &r.TotalMessages)
 }
 
-func scanChannel(rows *sql.Rows, r *channelRow) error {
+func scanChannel(rows *sql.Rows, r *report.Channel) error {
 	return rows.Scan(&r.GuildID, &r.ID, &r.Name, &r.Messages)
 }
 
@@ -386,7 +353,7 @@ func scanAll[T any](q *gorm.DB, scan func(*sql.Rows, *T) error) ([]T, error) {
 }
 
 // mergeChannels adds the sums of b into a; names still carry their day.
-func mergeChannels(a, b []channelRow) []channelRow {
+func mergeChannels(a, b []report.Channel) []report.Channel {
 	type key struct{ guild, id string }
 	at := make(map[key]int, len(a))
 	for i, r := range a {

@@ -1,0 +1,164 @@
+// Package app builds stats-svc from its configuration: the HTTP service (database, Redis, the
+// cache over the store, the handler) and the migrate command. The command's main only parses its
+// arguments and dispatches here; the tests build the service through it too, and the benchmark
+// runs the built command, so that all of them run the same thing.
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+
+	"forumstats.local/shared/config"
+	"forumstats.local/shared/db"
+	"forumstats.local/shared/migrate"
+	"forumstats.local/shared/rdb"
+	"forumstats.local/shared/reports"
+	"forumstats.local/shared/server"
+	"forumstats.local/stats-svc/internal/cache"
+	"forumstats.local/stats-svc/internal/httpapi"
+	"forumstats.local/stats-svc/internal/report"
+	"forumstats.local/stats-svc/internal/store"
+)
+
+// Defaults of contract section 2.
+const (
+	DefaultAddr        = ":8082"
+	DefaultDatabaseURL = "sqlite:./data/stats.db"
+	DefaultCDN         = "https://cdn.discordapp.com"
+)
+
+// Config is stats-svc's configuration.
+type Config struct {
+	config.Common
+	// CDN is the base of icon and banner links (CDN_BASE_URL).
+	CDN string
+}
+
+// LoadConfig reads the environment: the common variables and CDN_BASE_URL.
+func LoadConfig() (Config, error) {
+	common, err := config.LoadCommon(DefaultAddr, DefaultDatabaseURL)
+	if err != nil {
+		return Config{}, err
+	}
+	cdn, err := cdnBase(config.String("CDN_BASE_URL", DefaultCDN))
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{Common: common, CDN: cdn}, nil
+}
+
+func cdnBase(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
+		return "", fmt.Errorf("CDN_BASE_URL: %q is not an http(s) base URL", s)
+	}
+	return s, nil
+}
+
+// cacheKeyPrefix namespaces the shared Redis cache by what an answer depends on besides the
+// query and the generation: two deployments on different databases (whose generation numbers
+// may coincide) or with different CDN bases never serve each other's bodies.
+func cacheKeyPrefix(databaseURL, cdn string) string {
+	sum := sha256.Sum256([]byte(databaseURL + "\x00" + cdn))
+	return "stats:v1:" + hex.EncodeToString(sum[:6]) + ":"
+}
+
+// openDB opens the reports database for a command, applying pending migrations first when apply
+// is set: the `migrate` command always sets it, serve sets cfg.MigrateOnStart.
+func openDB(ctx context.Context, url string, log *slog.Logger, apply bool) (*gorm.DB, error) {
+	return migrate.Open(ctx, url, log, apply, reports.Migrations)
+}
+
+// Service is the assembled HTTP service. Close releases it.
+type Service struct {
+	Handler *echo.Echo
+	// Cache is the answers' cache in front of the store; it follows the data generation until
+	// Close.
+	Cache *cache.Cache
+	// Redis reports whether the cache shares answers through Redis (REDIS_URL set).
+	Redis bool
+
+	gdb       *gorm.DB
+	rc        *redis.Client
+	stopWatch context.CancelFunc
+	watching  chan struct{}
+}
+
+// New builds the service: it opens the database (migrating it unless cfg.MigrateOnStart is
+// false) and Redis, and starts following the data generation.
+func New(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
+	gdb, err := openDB(ctx, cfg.DatabaseURL, log, cfg.MigrateOnStart)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := rdb.Open(ctx, cfg.RedisURL)
+	if err != nil {
+		db.Close(gdb)
+		return nil, err
+	}
+	c := cache.New(store.New(gdb, report.Links{CDN: cfg.CDN}), rc, cache.Options{
+		Logger:    log,
+		KeyPrefix: cacheKeyPrefix(cfg.DatabaseURL, cfg.CDN),
+	})
+	if err := c.Refresh(ctx); err != nil {
+		log.Warn("cannot read the data generation yet", "err", err)
+	}
+	watch, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	s := &Service{Cache: c, Redis: rc != nil, gdb: gdb, rc: rc, stopWatch: stopWatch, watching: make(chan struct{})}
+	go func() {
+		defer close(s.watching)
+		c.Run(watch)
+	}()
+
+	s.Handler = server.New(server.Options{
+		Name:         "stats-svc",
+		Logger:       log,
+		ErrorHandler: httpapi.ErrorHandler,
+		// Redis is not a readiness dependency: without it the service still
+		// answers, from the database.
+		Ready: []server.Check{{Name: "database", Fn: db.Ping(gdb)}},
+	})
+	httpapi.Register(s.Handler, c, time.Now)
+	return s, nil
+}
+
+// Close stops following the generation and closes Redis and the database.
+func (s *Service) Close() {
+	s.stopWatch()
+	<-s.watching
+	if s.rc != nil {
+		s.rc.Close()
+	}
+	db.Close(s.gdb)
+}
+
+// Serve runs `stats-svc serve` until ctx is done.
+func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
+	s, err := New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	log.Info("stats-svc starting", "addr", cfg.HTTPAddr, "redis", s.Redis, "cdn", cfg.CDN)
+	return server.Run(ctx, s.Handler, cfg.HTTPAddr, log)
+}
+
+// Migrate runs `stats-svc migrate`: it applies the pending migrations whatever
+// MIGRATE_ON_START.
+func Migrate(ctx context.Context, cfg Config, log *slog.Logger) error {
+	gdb, err := openDB(ctx, cfg.DatabaseURL, log, true)
+	if err != nil {
+		return err
+	}
+	db.Close(gdb)
+	return nil
+}
