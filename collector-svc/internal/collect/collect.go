@@ -14,8 +14,7 @@ import (
 
 	"forumstats.local/collector-svc/internal/catalog"
 	"forumstats.local/collector-svc/internal/discord"
-	"forumstats.local/collector-svc/internal/store"
-	"forumstats.local/collector-svc/internal/window"
+	"forumstats.local/shared/reports"
 )
 
 // Discord is what a pass needs of the Discord client.
@@ -26,10 +25,35 @@ type Discord interface {
 	CountMessages(ctx context.Context, guildID, channelID string, from, to time.Time) (int64, error)
 }
 
+// Store is what passes and Serve need of the reports database. Every write that changes what
+// stats-svc serves is its own transaction; internal/store is the implementation.
+type Store interface {
+	// RecordPassStart records a pass's start and the pause between passes stats-svc reports.
+	RecordPassStart(ctx context.Context, start time.Time, refreshMinutes int) error
+	// RecordPassEnd records a pass's end; passErr nil makes it the last good pass.
+	RecordPassEnd(ctx context.Context, finish time.Time, passErr error) error
+	// State is the recorded state of the passes (Serve keeps the schedule by it).
+	State(ctx context.Context) (reports.CollectorState, error)
+	// SyncCatalog replaces the catalog with entries (already validated).
+	SyncCatalog(ctx context.Context, entries []catalog.Entry) error
+	// Catalog is the stored catalog ordered by number.
+	Catalog(ctx context.Context) ([]catalog.Entry, error)
+	// SaveGuild records a guild's icon and banner (nil: none) fetched at at.
+	SaveGuild(ctx context.Context, guildID string, icon, banner *string, at time.Time) error
+	// MissingDays returns those of days (labels) that have no daily report of the guild.
+	MissingDays(ctx context.Context, guildID string, days []string) ([]string, error)
+	// SaveReport writes a whole report: r replaces the stored one, channels (all of r's guild
+	// and period) replace its channels.
+	SaveReport(ctx context.Context, kind reports.Kind, r reports.Row, channels []reports.ChannelRow) error
+	// MarkStale marks an existing report stale with the error, keeping its counts; it reports
+	// whether one existed (a report never collected stays missing).
+	MarkStale(ctx context.Context, kind reports.Kind, guildID, period, code, message string) (bool, error)
+}
+
 // Config configures a Collector.
 type Config struct {
 	Discord Discord
-	Store   *store.Store
+	Store   Store
 	// CatalogFile, when set, is the source of truth of the catalog, written to the database at
 	// every pass; when empty the stored catalog stands.
 	CatalogFile string
@@ -80,7 +104,7 @@ type Result struct {
 // like reading the catalog file).
 type Failure struct {
 	GuildID string
-	Kind    window.Kind
+	Kind    reports.Kind
 	Period  string
 	Code    string
 	Message string
@@ -96,7 +120,7 @@ func (c *Collector) Pass(ctx context.Context) (Result, error) {
 	if err := c.cfg.Store.RecordPassStart(ctx, start, c.cfg.RefreshMinutes); err != nil {
 		return res, err
 	}
-	r := &run{c: c, res: &res, windows: window.ForPass(start)}
+	r := &run{c: c, res: &res, windows: reports.ForPass(start)}
 	err := r.do(ctx)
 	res.Finish = c.cfg.Now()
 	if err == nil && len(res.Failures) > 0 {
@@ -164,7 +188,7 @@ func (c *Collector) SyncCatalogFile(ctx context.Context) error {
 type run struct {
 	c       *Collector
 	res     *Result
-	windows []window.Window
+	windows []reports.Window
 
 	mu      sync.Mutex
 	aborted error // the 401 that stopped the pass
@@ -297,8 +321,8 @@ func (r *run) discordErr(ctx context.Context, err error, stopDiscord context.Can
 	return err
 }
 
-func (r *run) regular() []window.Window {
-	var out []window.Window
+func (r *run) regular() []reports.Window {
+	var out []reports.Window
 	for _, w := range r.windows {
 		if !w.Backfill {
 			out = append(out, w)
@@ -309,7 +333,7 @@ func (r *run) regular() []window.Window {
 
 // backfill returns the backfill days the server has no report for: all six on its first
 // collection, and after that only days a failure or an outage left missing.
-func (r *run) backfill(ctx context.Context, guildID string) ([]window.Window, error) {
+func (r *run) backfill(ctx context.Context, guildID string) ([]reports.Window, error) {
 	var labels []string
 	for _, w := range r.windows {
 		if w.Backfill {
@@ -324,7 +348,7 @@ func (r *run) backfill(ctx context.Context, guildID string) ([]window.Window, er
 	for _, d := range missing {
 		want[d] = true
 	}
-	var out []window.Window
+	var out []reports.Window
 	for _, w := range r.windows {
 		if w.Backfill && want[w.Label] {
 			out = append(out, w)
@@ -334,14 +358,14 @@ func (r *run) backfill(ctx context.Context, guildID string) ([]window.Window, er
 }
 
 // window counts one window and writes its report whole.
-func (r *run) window(ctx, dctx context.Context, guildID string, channels []discord.Channel, w window.Window) error {
+func (r *run) window(ctx, dctx context.Context, guildID string, channels []discord.Channel, w reports.Window) error {
 	d := r.c.cfg.Discord
 	total, err := d.CountMessages(dctx, guildID, "", w.From, w.To)
 	if err != nil {
 		return err
 	}
-	rep := store.Report{Kind: w.Kind, GuildID: guildID, Period: w.Label, TotalMessages: total,
-		Channels: make([]store.Channel, 0, len(channels))}
+	row := reports.Row{GuildID: guildID, Period: w.Label, Status: reports.StatusOK, TotalMessages: total}
+	counts := make([]reports.ChannelRow, 0, len(channels))
 	for _, ch := range channels {
 		// A channel created after the window had no message in it: no request needed.
 		if !createdBefore(ch.ID, w.To) {
@@ -356,10 +380,10 @@ func (r *run) window(ctx, dctx context.Context, guildID string, channels []disco
 		if err != nil {
 			return err
 		}
-		rep.Channels = append(rep.Channels, store.Channel{ID: ch.ID, Name: ch.Name, Messages: n})
+		counts = append(counts, reports.ChannelRow{GuildID: guildID, Period: w.Label, ChannelID: ch.ID, Name: ch.Name, Messages: n})
 	}
-	rep.GeneratedAt = r.c.cfg.Now()
-	if err := r.c.cfg.Store.SaveReport(ctx, rep); err != nil {
+	row.GeneratedAt = r.c.cfg.Now()
+	if err := r.c.cfg.Store.SaveReport(ctx, w.Kind, row, counts); err != nil {
 		r.c.log.Error("cannot write report", "guild_id", guildID, "kind", w.Kind.String(), "period", w.Label, "err", err)
 		return errStore
 	}
@@ -380,7 +404,7 @@ func createdBefore(id string, t time.Time) bool {
 }
 
 // failWindow records that w could not be refreshed and marks its earlier report stale.
-func (r *run) failWindow(ctx context.Context, log *slog.Logger, guildID string, w window.Window, err error) {
+func (r *run) failWindow(ctx context.Context, log *slog.Logger, guildID string, w reports.Window, err error) {
 	code, message := classify(err)
 	if errors.Is(err, errStore) {
 		code = CodeStoreError

@@ -11,20 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"gorm.io/gorm"
-
 	"forumstats.local/collector-svc/internal/catalog"
 	"forumstats.local/collector-svc/internal/discord"
-	"forumstats.local/collector-svc/internal/store"
 	"forumstats.local/shared/reports"
 	"forumstats.local/shared/testutil"
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testutil.CleanupContainers()
-	os.Exit(code)
-}
 
 // fakeDiscord implements Discord over an arithmetic message model: channel c holds weight(c)
 // messages in every whole UTC hour before the fake's clock; the server total adds one hidden
@@ -201,8 +192,7 @@ func newFake(c *testutil.Clock) *fakeDiscord {
 }
 
 type env struct {
-	gdb     *gorm.DB
-	st      *store.Store
+	st      *memStore
 	clock   *testutil.Clock
 	discord *fakeDiscord
 	col     *Collector
@@ -210,8 +200,7 @@ type env struct {
 
 func newEnv(t *testing.T, now string, servers ...catalog.Entry) *env {
 	t.Helper()
-	gdb := testutil.OpenDB(t, testutil.NewDatabase(t, reports.Migrations))
-	st := store.New(gdb, nil, nil)
+	st := newMemStore()
 	if len(servers) == 0 {
 		servers = []catalog.Entry{{Number: 1, Name: "Alpha", GuildID: guildA}, {Number: 2, Name: "Beta", GuildID: guildB}}
 	}
@@ -221,52 +210,35 @@ func newEnv(t *testing.T, now string, servers ...catalog.Entry) *env {
 	c := testutil.NewClock(ts(now))
 	f := newFake(c)
 	col := New(Config{Discord: f, Store: st, RefreshMinutes: 10, Now: c.Now, Concurrency: 2})
-	return &env{gdb: gdb, st: st, clock: c, discord: f, col: col}
+	return &env{st: st, clock: c, discord: f, col: col}
 }
 
+// storedReport is a stored report with its channels' counts by id.
 type storedReport struct {
-	reports.DailyReport
+	reports.Row
 	channels map[string]int64
-	names    map[string]string
+}
+
+func (e *env) stored(kind reports.Kind, guildID, period string) (storedReport, bool) {
+	r, ok := e.st.report(kind, guildID, period)
+	if !ok {
+		return storedReport{}, false
+	}
+	out := storedReport{Row: r.Row, channels: map[string]int64{}}
+	for id, c := range r.channels {
+		out.channels[id] = c.Messages
+	}
+	return out, true
 }
 
 func (e *env) daily(t *testing.T, guildID, day string) (storedReport, bool) {
 	t.Helper()
-	var r storedReport
-	res := e.gdb.Where("guild_id = ? AND day = ?", guildID, day).Limit(1).Find(&r.DailyReport)
-	if res.Error != nil {
-		t.Fatal(res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return r, false
-	}
-	var chans []reports.DailyChannelCount
-	e.gdb.Where("guild_id = ? AND day = ?", guildID, day).Find(&chans)
-	r.channels, r.names = map[string]int64{}, map[string]string{}
-	for _, c := range chans {
-		r.channels[c.ChannelID], r.names[c.ChannelID] = c.Messages, c.Name
-	}
-	return r, true
+	return e.stored(reports.KindDay, guildID, day)
 }
 
 func (e *env) monthly(t *testing.T, guildID, month string) (storedReport, bool) {
 	t.Helper()
-	var m reports.MonthlyReport
-	res := e.gdb.Where("guild_id = ? AND month = ?", guildID, month).Limit(1).Find(&m)
-	if res.Error != nil {
-		t.Fatal(res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return storedReport{}, false
-	}
-	var chans []reports.MonthlyChannelCount
-	e.gdb.Where("guild_id = ? AND month = ?", guildID, month).Find(&chans)
-	r := storedReport{DailyReport: reports.DailyReport{GuildID: m.GuildID, Day: m.Month, GeneratedAt: m.GeneratedAt, Status: m.Status,
-		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, TotalMessages: m.TotalMessages}, channels: map[string]int64{}, names: map[string]string{}}
-	for _, c := range chans {
-		r.channels[c.ChannelID], r.names[c.ChannelID] = c.Messages, c.Name
-	}
-	return r, true
+	return e.stored(reports.KindMonth, guildID, month)
 }
 
 // checkCounts asserts that the stored report of [from, to) holds the fake's exact counts for
@@ -274,7 +246,7 @@ func (e *env) monthly(t *testing.T, guildID, month string) (storedReport, bool) 
 func (e *env) checkCounts(t *testing.T, r storedReport, guildID string, from, to time.Time) {
 	t.Helper()
 	if want := e.discord.expected(guildID, "", from, to); r.TotalMessages != want {
-		t.Errorf("%s %s: total %d, want %d", guildID, r.Day, r.TotalMessages, want)
+		t.Errorf("%s %s: total %d, want %d", guildID, r.Period, r.TotalMessages, want)
 	}
 	want := map[string]int64{}
 	for _, ch := range e.discord.channels[guildID] {
@@ -284,11 +256,11 @@ func (e *env) checkCounts(t *testing.T, r storedReport, guildID string, from, to
 		}
 	}
 	if len(r.channels) != len(want) {
-		t.Errorf("%s %s: channels %v, want %v", guildID, r.Day, r.channels, want)
+		t.Errorf("%s %s: channels %v, want %v", guildID, r.Period, r.channels, want)
 	}
 	for id, n := range want {
 		if got, ok := r.channels[id]; !ok || got != n {
-			t.Errorf("%s %s: channel %s = %d (present %v), want %d", guildID, r.Day, id, got, ok, n)
+			t.Errorf("%s %s: channel %s = %d (present %v), want %d", guildID, r.Period, id, got, ok, n)
 		}
 	}
 }
@@ -316,7 +288,7 @@ func TestPassAcrossMoscowMidnight(t *testing.T) {
 		}
 		e.checkCounts(t, r, guildA, from, from.Add(24*time.Hour))
 		if r.Status != reports.StatusOK || !r.GeneratedAt.Equal(ts("2026-11-19T20:59:00Z")) {
-			t.Fatalf("%s: %+v", day, r.DailyReport)
+			t.Fatalf("%s: %+v", day, r.Row)
 		}
 	}
 	if _, ok := e.daily(t, guildA, "2026-11-11"); ok {
@@ -350,8 +322,7 @@ func TestPassAcrossMoscowMidnight(t *testing.T) {
 			t.Fatalf("counted the new channel in a window before it existed: %+v", c)
 		}
 	}
-	var g reports.Guild
-	e.gdb.First(&g, "guild_id = ?", guildA)
+	g, _ := e.st.guild(guildA)
 	if *g.Icon != "a_icon" || *g.Banner != "banner1" || !g.BannerKnown {
 		t.Fatalf("guild metadata %+v", g)
 	}
@@ -473,25 +444,25 @@ func TestFailedRefreshKeepsEarlierCounts(t *testing.T) {
 	}
 	after, _ := e.daily(t, guildA, "2026-11-18")
 	if after.Status != reports.StatusStale || *after.ErrorCode != CodeDiscordUnavailable || !strings.Contains(*after.ErrorMessage, "HTTP 500") {
-		t.Fatalf("failed day %+v", after.DailyReport)
+		t.Fatalf("failed day %+v", after.Row)
 	}
 	if after.TotalMessages != before.TotalMessages || !after.GeneratedAt.Equal(before.GeneratedAt) || len(after.channels) != len(before.channels) {
 		t.Fatalf("the earlier counts were not kept: %+v vs %+v", after, before)
 	}
 	m, _ := e.monthly(t, guildA, "2026-11")
 	if m.Status != reports.StatusStale || *m.ErrorCode != CodeTimeout || m.TotalMessages != beforeMonth.TotalMessages {
-		t.Fatalf("failed month %+v", m.DailyReport)
+		t.Fatalf("failed month %+v", m.Row)
 	}
 	// The rest was refreshed: today is ok with one more hour; B is untouched by A's failures.
 	today, _ := e.daily(t, guildA, "2026-11-19")
 	if today.Status != reports.StatusOK || !today.GeneratedAt.Equal(ts("2026-11-19T13:00:00Z")) {
-		t.Fatalf("today %+v", today.DailyReport)
+		t.Fatalf("today %+v", today.Row)
 	}
 	if r, ok := e.daily(t, guildA, "2026-11-14"); !ok || r.Status != reports.StatusOK {
 		t.Fatal("the missing backfill day was not collected on the next pass")
 	}
 	if r, _ := e.daily(t, guildB, "2026-11-18"); r.Status != reports.StatusOK {
-		t.Fatalf("B's yesterday %+v", r.DailyReport)
+		t.Fatalf("B's yesterday %+v", r.Row)
 	}
 
 	// The next good pass clears the stale state.
@@ -500,7 +471,7 @@ func TestFailedRefreshKeepsEarlierCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r, _ := e.daily(t, guildA, "2026-11-18"); r.Status != reports.StatusOK || r.ErrorCode != nil {
-		t.Fatalf("after recovery %+v", r.DailyReport)
+		t.Fatalf("after recovery %+v", r.Row)
 	}
 }
 
@@ -520,7 +491,7 @@ func TestForbiddenChannelIsSkipped(t *testing.T) {
 	}
 	r, _ := e.daily(t, guildA, "2026-11-18")
 	if _, ok := r.channels[chNews]; ok || len(r.channels) != 3 || r.Status != reports.StatusOK {
-		t.Fatalf("report %+v channels %v", r.DailyReport, r.channels)
+		t.Fatalf("report %+v channels %v", r.Row, r.channels)
 	}
 	// The server total still counts everything the search sees.
 	if want := e.discord.expected(guildA, "", msk("2026-11-18"), msk("2026-11-19")); r.TotalMessages != want {
@@ -573,17 +544,17 @@ func TestUnauthorizedStopsThePass(t *testing.T) {
 		for _, day := range []string{"2026-11-19", "2026-11-18"} {
 			r, _ := e.daily(t, g, day)
 			if r.Status != reports.StatusStale || *r.ErrorCode != CodeUnauthorized || !r.GeneratedAt.Equal(ts("2026-11-19T12:00:00Z")) {
-				t.Fatalf("%s %s: %+v", g, day, r.DailyReport)
+				t.Fatalf("%s %s: %+v", g, day, r.Row)
 			}
 		}
 		for _, month := range []string{"2026-11", "2026-10"} {
 			if r, _ := e.monthly(t, g, month); r.Status != reports.StatusStale || *r.ErrorCode != CodeUnauthorized {
-				t.Fatalf("%s %s: %+v", g, month, r.DailyReport)
+				t.Fatalf("%s %s: %+v", g, month, r.Row)
 			}
 		}
 		// Backfill days are not refreshed by this pass: they keep their state.
 		if r, _ := e.daily(t, g, "2026-11-15"); r.Status != reports.StatusOK {
-			t.Fatalf("%s backfill day: %+v", g, r.DailyReport)
+			t.Fatalf("%s backfill day: %+v", g, r.Row)
 		}
 	}
 }
@@ -655,9 +626,7 @@ func TestShutdownMidPass(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v", err)
 	}
-	var n int64
-	e.gdb.Model(&reports.DailyReport{}).Where("status = ?", reports.StatusStale).Count(&n)
-	if n != 0 {
+	if n := e.st.count(reports.StatusStale); n != 0 {
 		t.Fatalf("%d reports marked stale on shutdown", n)
 	}
 	st, _ := e.st.State(context.Background())

@@ -24,7 +24,6 @@ import (
 
 	"forumstats.local/collector-svc/internal/discord"
 	"forumstats.local/collector-svc/internal/fakediscord"
-	"forumstats.local/collector-svc/internal/window"
 	"forumstats.local/shared/reports"
 	"forumstats.local/shared/testutil"
 )
@@ -327,7 +326,7 @@ func TestRunOnceThenStats(t *testing.T) {
 	if st.PassStartedAt == nil || st.LastGoodPassAt == nil || st.RefreshMinutes != 7 || st.LastError != nil {
 		t.Fatalf("collector state %+v", st)
 	}
-	windows := window.ForPass(*st.PassStartedAt)
+	windows := reports.ForPass(*st.PassStartedAt)
 
 	statsAddr := freeAddr(t)
 	stats := start(t, "stats-svc", statsBin, env("DATABASE_URL="+dbURL, "HTTP_ADDR="+statsAddr))
@@ -339,12 +338,12 @@ func TestRunOnceThenStats(t *testing.T) {
 	for _, e := range cat {
 		for _, w := range windows {
 			q := "period=day&date=" + w.Label
-			if w.Kind == window.Month {
+			if w.Kind == reports.KindMonth {
 				q = "period=month&month=" + w.Label
 			}
 			// Alternate the two ways of naming a server.
 			server := e.GuildID
-			if w.Kind == window.Day {
+			if w.Kind == reports.KindDay {
 				server = fmt.Sprintf("%02d", e.Number)
 			}
 			a := getAnswer(t, base, q+"&server="+server)

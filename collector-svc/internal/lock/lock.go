@@ -49,7 +49,7 @@ func New(gdb *gorm.DB, databaseURL string, retry time.Duration, log *slog.Logger
 		retry = 5 * time.Second
 	}
 	l := &Lock{retry: retry, log: log}
-	if db.IsPostgres(gdb) {
+	if db.DialectOf(gdb).AdvisoryLocks {
 		sqlDB, err := gdb.DB()
 		if err != nil {
 			return nil, err

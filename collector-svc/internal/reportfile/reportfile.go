@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"forumstats.local/collector-svc/internal/catalog"
+	"forumstats.local/shared/reports"
 )
 
 // File is a decoded, valid import file, or the content of an export.
@@ -43,7 +44,7 @@ type Report struct {
 	GuildID       string
 	Period        string
 	GeneratedAt   time.Time
-	Status        string // "ok" or "stale"
+	Status        string // reports.StatusOK or reports.StatusStale
 	Error         *ReportError
 	TotalMessages int64
 	Channels      []Channel
@@ -61,18 +62,6 @@ type Channel struct {
 	Name     string `json:"name"`
 	Messages int64  `json:"messages"`
 }
-
-// Statuses a report may have in the file.
-const (
-	StatusOK    = "ok"
-	StatusStale = "stale"
-)
-
-// Bounds of the calendar the statistics serve (stats-icons-api.md, limits).
-const (
-	firstDay = "2015-01-01"
-	lastDay  = "2099-12-31"
-)
 
 // The wire shapes. Pointers tell a missing key from a zero value; nested lists stay raw so that
 // each element is decoded on its own and an error can name its index.
@@ -222,8 +211,8 @@ func decodeReports(raws []json.RawMessage, section, periodKey string, validPerio
 			return nil, fmt.Errorf("%s.%s: required", at, periodKey)
 		case w.GeneratedAt == nil:
 			return nil, fmt.Errorf("%s.generatedAt: required", at)
-		case w.Status == nil || (*w.Status != StatusOK && *w.Status != StatusStale):
-			return nil, fmt.Errorf("%s.status: must be %q or %q", at, StatusOK, StatusStale)
+		case w.Status == nil || !reports.ValidStoredStatus(*w.Status):
+			return nil, fmt.Errorf("%s.status: must be %q or %q", at, reports.StatusOK, reports.StatusStale)
 		case w.TotalMessages == nil:
 			return nil, fmt.Errorf("%s.totalMessages: required", at)
 		case *w.TotalMessages < 0:
@@ -240,8 +229,8 @@ func decodeReports(raws []json.RawMessage, section, periodKey string, validPerio
 		if rep.Error, err = decodeError(w.Error, at+".error"); err != nil {
 			return nil, err
 		}
-		if rep.Status == StatusOK && rep.Error != nil {
-			return nil, fmt.Errorf("%s.error: must be null when status is %q", at, StatusOK)
+		if rep.Status == reports.StatusOK && rep.Error != nil {
+			return nil, fmt.Errorf("%s.error: must be null when status is %q", at, reports.StatusOK)
 		}
 		key := [2]string{rep.GuildID, rep.Period}
 		if j, dup := seen[key]; dup {
@@ -376,23 +365,23 @@ func parseTime(s string) (time.Time, error) {
 }
 
 func validDay(s string) error {
-	t, err := time.Parse("2006-01-02", s)
-	if err != nil || t.Format("2006-01-02") != s {
+	d, ok := reports.ParseDay(s)
+	if !ok {
 		return fmt.Errorf("must be a real day YYYY-MM-DD, got %q", s)
 	}
-	if s < firstDay || s > lastDay {
-		return fmt.Errorf("%s is outside %s..%s", s, firstDay, lastDay)
+	if !d.InLimits() {
+		return fmt.Errorf("%s is outside %s..%s", s, reports.MinDay, reports.MaxDay)
 	}
 	return nil
 }
 
 func validMonth(s string) error {
-	t, err := time.Parse("2006-01", s)
-	if err != nil || t.Format("2006-01") != s {
+	m, ok := reports.ParseMonth(s)
+	if !ok {
 		return fmt.Errorf("must be a month YYYY-MM, got %q", s)
 	}
-	if s < firstDay[:7] || s > lastDay[:7] {
-		return fmt.Errorf("%s is outside %s..%s", s, firstDay[:7], lastDay[:7])
+	if !m.InLimits() {
+		return fmt.Errorf("%s is outside %s..%s", s, reports.MinMonth, reports.MaxMonth)
 	}
 	return nil
 }

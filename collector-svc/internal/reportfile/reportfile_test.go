@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"forumstats.local/shared/reports"
 )
 
 // valid is the contract's example, plus a banner-less guild, a stale error-less report and
@@ -47,7 +49,7 @@ func TestDecodeValid(t *testing.T) {
 		t.Errorf("guild 1 %+v", g1)
 	}
 	d1 := f.Daily[1]
-	if d1.Status != StatusStale || d1.Error != nil || d1.GeneratedAt != time.Date(2026, 11, 19, 20, 59, 0, 123456000, time.UTC) {
+	if d1.Status != reports.StatusStale || d1.Error != nil || d1.GeneratedAt != time.Date(2026, 11, 19, 20, 59, 0, 123456000, time.UTC) {
 		t.Errorf("daily 1 %+v", d1)
 	}
 	m := f.Monthly[0]
@@ -182,9 +184,9 @@ func TestEncodeShape(t *testing.T) {
 			{GuildID: "1", Icon: &icon, BannerKnown: true, MetadataAt: &at},
 			{GuildID: "2"},
 		},
-		Daily: []Report{{GuildID: "1", Period: "2026-11-19", GeneratedAt: at, Status: StatusOK, TotalMessages: 3,
+		Daily: []Report{{GuildID: "1", Period: "2026-11-19", GeneratedAt: at, Status: reports.StatusOK, TotalMessages: 3,
 			Channels: []Channel{{ID: "5", Name: "general", Messages: 3}}}},
-		Monthly: []Report{{GuildID: "1", Period: "2026-11", GeneratedAt: at.Add(1500 * time.Microsecond), Status: StatusStale,
+		Monthly: []Report{{GuildID: "1", Period: "2026-11", GeneratedAt: at.Add(1500 * time.Microsecond), Status: reports.StatusStale,
 			Error: &ReportError{Code: "timeout", Message: "slow"}}},
 	}
 	var buf bytes.Buffer

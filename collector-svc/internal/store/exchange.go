@@ -5,13 +5,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	"gorm.io/gorm"
 
 	"forumstats.local/collector-svc/internal/catalog"
 	"forumstats.local/collector-svc/internal/reportfile"
-	"forumstats.local/collector-svc/internal/window"
 	"forumstats.local/shared/reports"
 )
 
@@ -49,10 +47,12 @@ func (s *Store) Import(ctx context.Context, f *reportfile.File) (ImportStats, er
 		if err := upsertGuilds(tx, guilds); err != nil {
 			return err
 		}
-		if err := writeReports(tx, window.Day, fromFile(f.Daily)); err != nil {
+		daily, dailyChannels := fromFile(f.Daily)
+		if err := writeReports(tx, reports.KindDay, daily, dailyChannels); err != nil {
 			return err
 		}
-		if err := writeReports(tx, window.Month, fromFile(f.Monthly)); err != nil {
+		monthly, monthlyChannels := fromFile(f.Monthly)
+		if err := writeReports(tx, reports.KindMonth, monthly, monthlyChannels); err != nil {
 			return err
 		}
 		return bump()
@@ -63,20 +63,21 @@ func (s *Store) Import(ctx context.Context, f *reportfile.File) (ImportStats, er
 	return st, nil
 }
 
-func fromFile(rs []reportfile.Report) []stored {
-	out := make([]stored, len(rs))
+// fromFile gives the rows of the file's reports and of their channels.
+func fromFile(rs []reportfile.Report) ([]reports.Row, []reports.ChannelRow) {
+	out := make([]reports.Row, len(rs))
+	var channels []reports.ChannelRow
 	for i, r := range rs {
-		channels := make([]Channel, len(r.Channels))
-		for j, c := range r.Channels {
-			channels[j] = Channel(c)
-		}
-		out[i] = stored{GuildID: r.GuildID, Period: r.Period, GeneratedAt: storedTime(r.GeneratedAt), Status: r.Status,
-			TotalMessages: r.TotalMessages, Channels: channels}
+		out[i] = reports.Row{GuildID: r.GuildID, Period: r.Period, GeneratedAt: storedTime(r.GeneratedAt), Status: r.Status,
+			TotalMessages: r.TotalMessages}
 		if r.Error != nil {
 			out[i].ErrorCode, out[i].ErrorMessage = &r.Error.Code, &r.Error.Message
 		}
+		for _, c := range r.Channels {
+			channels = append(channels, reports.ChannelRow{GuildID: r.GuildID, Period: r.Period, ChannelID: c.ID, Name: c.Name, Messages: c.Messages})
+		}
 	}
-	return out
+	return out, channels
 }
 
 // Export reads everything stats-svc answers from, in one consistent view, ordered
@@ -116,10 +117,10 @@ func (s *Store) Export(ctx context.Context) (*reportfile.File, error) {
 			f.Guilds = append(f.Guilds, fg)
 		}
 		var err error
-		if f.Daily, err = exportReports(tx, window.Day); err != nil {
+		if f.Daily, err = exportReports(tx, reports.KindDay); err != nil {
 			return err
 		}
-		f.Monthly, err = exportReports(tx, window.Month)
+		f.Monthly, err = exportReports(tx, reports.KindMonth)
 		return err
 	})
 	if err != nil {
@@ -128,38 +129,17 @@ func (s *Store) Export(ctx context.Context) (*reportfile.File, error) {
 	return f, nil
 }
 
-type reportRow struct {
-	GuildID       string
-	Period        string
-	GeneratedAt   time.Time
-	Status        string
-	ErrorCode     *string
-	ErrorMessage  *string
-	TotalMessages int64
-}
-
-type channelRow struct {
-	GuildID   string
-	Period    string
-	ChannelID string
-	Name      string
-	Messages  int64
-}
-
 // exportReports reads the reports of kind and their channels, and orders them in Go (byte
 // order, whatever the database collation).
-func exportReports(tx *gorm.DB, kind window.Kind) ([]reportfile.Report, error) {
-	t := tablesOf(kind)
-	var reps []reportRow
-	err := tx.Raw(`SELECT guild_id, ` + t.period + ` AS period, generated_at, status, error_code, error_message, total_messages
-FROM ` + t.reports).Scan(&reps).Error
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", t.reports, err)
+func exportReports(tx *gorm.DB, kind reports.Kind) ([]reportfile.Report, error) {
+	t := kind.Tables()
+	var reps []reports.Row
+	if err := tx.Raw("SELECT " + kind.ReportColumns() + " FROM " + t.Reports).Scan(&reps).Error; err != nil {
+		return nil, fmt.Errorf("read %s: %w", t.Reports, err)
 	}
-	var chans []channelRow
-	err = tx.Raw(`SELECT guild_id, ` + t.period + ` AS period, channel_id, name, messages FROM ` + t.channels).Scan(&chans).Error
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", t.channels, err)
+	var chans []reports.ChannelRow
+	if err := tx.Raw("SELECT " + kind.ChannelColumns() + " FROM " + t.Channels).Scan(&chans).Error; err != nil {
+		return nil, fmt.Errorf("read %s: %w", t.Channels, err)
 	}
 	out := make([]reportfile.Report, len(reps))
 	index := make(map[[2]string]int, len(reps))

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,7 +18,6 @@ import (
 	"gorm.io/gorm/clause"
 
 	"forumstats.local/collector-svc/internal/catalog"
-	"forumstats.local/collector-svc/internal/window"
 	"forumstats.local/shared/db"
 	"forumstats.local/shared/reports"
 )
@@ -28,10 +28,10 @@ const batchSize = 500
 
 // Store is the collector's access to the reports database.
 type Store struct {
-	db       *gorm.DB
-	rdb      *redis.Client // nil: no Redis, readers poll the generation
-	log      *slog.Logger
-	postgres bool
+	db      *gorm.DB
+	rdb     *redis.Client // nil: no Redis, readers poll the generation
+	log     *slog.Logger
+	dialect db.Dialect
 }
 
 // New returns a Store over a migrated reports database. rdb may be nil.
@@ -39,24 +39,7 @@ func New(gdb *gorm.DB, rdb *redis.Client, log *slog.Logger) *Store {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{db: gdb, rdb: rdb, log: log, postgres: db.IsPostgres(gdb)}
-}
-
-// Report is a whole report as a pass writes it: always status ok, without error.
-type Report struct {
-	Kind          window.Kind
-	GuildID       string
-	Period        string // window.Window.Label
-	GeneratedAt   time.Time
-	TotalMessages int64
-	Channels      []Channel
-}
-
-// Channel is one channel's count.
-type Channel struct {
-	ID       string
-	Name     string
-	Messages int64
+	return &Store{db: gdb, rdb: rdb, log: log, dialect: db.DialectOf(gdb)}
 }
 
 // write runs fn in a transaction; bump (for fn) increments the data generation, which is
@@ -197,55 +180,33 @@ func upsertGuilds(tx *gorm.DB, rows []reports.Guild) error {
 	return nil
 }
 
-// SaveReport writes a whole report, status ok: the report row replaces any earlier one and its
-// channel rows replace the earlier channels, in one transaction with the generation bump.
-func (s *Store) SaveReport(ctx context.Context, r Report) error {
+// SaveReport writes a whole report of kind: the report row replaces any earlier one and the
+// channel rows (all of r's guild and period) replace its earlier channels, in one transaction
+// with the generation bump. A pass writes status ok; a refresh that fails goes to MarkStale.
+func (s *Store) SaveReport(ctx context.Context, kind reports.Kind, r reports.Row, channels []reports.ChannelRow) error {
 	return s.write(ctx, func(tx *gorm.DB, bump func() error) error {
-		st := stored{
-			GuildID: r.GuildID, Period: r.Period, GeneratedAt: storedTime(r.GeneratedAt),
-			Status: reports.StatusOK, TotalMessages: r.TotalMessages, Channels: r.Channels,
-		}
-		if err := writeReports(tx, r.Kind, []stored{st}); err != nil {
+		r.GeneratedAt = storedTime(r.GeneratedAt)
+		if err := writeReports(tx, kind, []reports.Row{r}, channels); err != nil {
 			return err
 		}
 		return bump()
 	})
 }
 
-// stored is a report in the form both the pass and the import write.
-type stored struct {
-	GuildID, Period string
-	GeneratedAt     time.Time
-	Status          string
-	ErrorCode       *string
-	ErrorMessage    *string
-	TotalMessages   int64
-	Channels        []Channel
-}
-
-type tables struct{ reports, channels, period string }
-
-func tablesOf(k window.Kind) tables {
-	if k == window.Month {
-		return tables{"monthly_reports", "monthly_channel_counts", "month"}
-	}
-	return tables{"daily_reports", "daily_channel_counts", "day"}
-}
-
 // writeReports upserts the report rows, deletes their earlier channel rows (one statement per
-// guild) and inserts the new ones, all in batches.
-func writeReports(tx *gorm.DB, kind window.Kind, rs []stored) error {
+// guild) and inserts the new ones, all in batches. Every channel row belongs to one of rs.
+func writeReports(tx *gorm.DB, kind reports.Kind, rs []reports.Row, channels []reports.ChannelRow) error {
 	if len(rs) == 0 {
 		return nil
 	}
-	t := tablesOf(kind)
-	reportRows, channelRows := models(kind, rs)
+	t := kind.Tables()
+	reportRows, channelRows := models(kind, rs, channels)
 	err := tx.Clauses(clause.OnConflict{
-		Columns:   []clause.Column{{Name: "guild_id"}, {Name: t.period}},
+		Columns:   []clause.Column{{Name: "guild_id"}, {Name: t.Period}},
 		DoUpdates: clause.AssignmentColumns([]string{"generated_at", "status", "error_code", "error_message", "total_messages"}),
 	}).CreateInBatches(reportRows, batchSize).Error
 	if err != nil {
-		return fmt.Errorf("write %s: %w", t.reports, err)
+		return fmt.Errorf("write %s: %w", t.Reports, err)
 	}
 	periods := map[string][]string{}
 	var guilds []string
@@ -256,78 +217,56 @@ func writeReports(tx *gorm.DB, kind window.Kind, rs []stored) error {
 		periods[r.GuildID] = append(periods[r.GuildID], r.Period)
 	}
 	for _, g := range guilds {
-		for ps := range chunks(periods[g], batchSize) {
-			q := "DELETE FROM " + t.channels + " WHERE guild_id = ? AND " + t.period + " IN ?"
+		for ps := range slices.Chunk(periods[g], batchSize) {
+			q := "DELETE FROM " + t.Channels + " WHERE guild_id = ? AND " + t.Period + " IN ?"
 			if err := tx.Exec(q, g, ps).Error; err != nil {
-				return fmt.Errorf("clear %s: %w", t.channels, err)
+				return fmt.Errorf("clear %s: %w", t.Channels, err)
 			}
 		}
 	}
-	if channelRows != nil {
+	if len(channels) > 0 {
 		if err := tx.CreateInBatches(channelRows, batchSize).Error; err != nil {
-			return fmt.Errorf("write %s: %w", t.channels, err)
+			return fmt.Errorf("write %s: %w", t.Channels, err)
 		}
 	}
 	return nil
 }
 
-// models converts to the GORM models of kind; the channel slice is nil when there is no channel.
-func models(kind window.Kind, rs []stored) (reportRows, channelRows any) {
-	n := 0
-	for _, r := range rs {
-		n += len(r.Channels)
-	}
-	if kind == window.Month {
-		reps, chans := make([]reports.MonthlyReport, 0, len(rs)), make([]reports.MonthlyChannelCount, 0, n)
-		for _, r := range rs {
-			reps = append(reps, reports.MonthlyReport{GuildID: r.GuildID, Month: r.Period, GeneratedAt: r.GeneratedAt, Status: r.Status,
-				ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, TotalMessages: r.TotalMessages})
-			for _, c := range r.Channels {
-				chans = append(chans, reports.MonthlyChannelCount{GuildID: r.GuildID, Month: r.Period, ChannelID: c.ID, Name: c.Name, Messages: c.Messages})
-			}
+// models converts to the GORM models of kind, which name the period column day or month.
+func models(kind reports.Kind, rs []reports.Row, channels []reports.ChannelRow) (reportRows, channelRows any) {
+	if kind == reports.KindMonth {
+		reps, chans := make([]reports.MonthlyReport, len(rs)), make([]reports.MonthlyChannelCount, len(channels))
+		for i, r := range rs {
+			reps[i] = reports.MonthlyReport{GuildID: r.GuildID, Month: r.Period, GeneratedAt: r.GeneratedAt, Status: r.Status,
+				ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, TotalMessages: r.TotalMessages}
 		}
-		if n == 0 {
-			return reps, nil
+		for i, c := range channels {
+			chans[i] = reports.MonthlyChannelCount{GuildID: c.GuildID, Month: c.Period, ChannelID: c.ChannelID, Name: c.Name, Messages: c.Messages}
 		}
 		return reps, chans
 	}
-	reps, chans := make([]reports.DailyReport, 0, len(rs)), make([]reports.DailyChannelCount, 0, n)
-	for _, r := range rs {
-		reps = append(reps, reports.DailyReport{GuildID: r.GuildID, Day: r.Period, GeneratedAt: r.GeneratedAt, Status: r.Status,
-			ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, TotalMessages: r.TotalMessages})
-		for _, c := range r.Channels {
-			chans = append(chans, reports.DailyChannelCount{GuildID: r.GuildID, Day: r.Period, ChannelID: c.ID, Name: c.Name, Messages: c.Messages})
-		}
+	reps, chans := make([]reports.DailyReport, len(rs)), make([]reports.DailyChannelCount, len(channels))
+	for i, r := range rs {
+		reps[i] = reports.DailyReport{GuildID: r.GuildID, Day: r.Period, GeneratedAt: r.GeneratedAt, Status: r.Status,
+			ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, TotalMessages: r.TotalMessages}
 	}
-	if n == 0 {
-		return reps, nil
+	for i, c := range channels {
+		chans[i] = reports.DailyChannelCount{GuildID: c.GuildID, Day: c.Period, ChannelID: c.ChannelID, Name: c.Name, Messages: c.Messages}
 	}
 	return reps, chans
-}
-
-func chunks[T any](s []T, n int) func(yield func([]T) bool) {
-	return func(yield func([]T) bool) {
-		for len(s) > 0 {
-			k := min(n, len(s))
-			if !yield(s[:k]) {
-				return
-			}
-			s = s[k:]
-		}
-	}
 }
 
 // MarkStale records that the refresh of an existing report failed: its counts and generatedAt
 // stay, its status becomes stale with the error. A report that does not exist stays missing;
 // the result says whether one was marked.
-func (s *Store) MarkStale(ctx context.Context, kind window.Kind, guildID, period, code, message string) (bool, error) {
-	t := tablesOf(kind)
+func (s *Store) MarkStale(ctx context.Context, kind reports.Kind, guildID, period, code, message string) (bool, error) {
+	t := kind.Tables()
 	marked := false
 	err := s.write(ctx, func(tx *gorm.DB, bump func() error) error {
-		res := tx.Exec("UPDATE "+t.reports+" SET status = ?, error_code = ?, error_message = ? WHERE guild_id = ? AND "+t.period+" = ?",
+		res := tx.Exec("UPDATE "+t.Reports+" SET status = ?, error_code = ?, error_message = ? WHERE guild_id = ? AND "+t.Period+" = ?",
 			reports.StatusStale, code, message, guildID, period)
 		if res.Error != nil {
-			return fmt.Errorf("mark %s stale: %w", t.reports, res.Error)
+			return fmt.Errorf("mark %s stale: %w", t.Reports, res.Error)
 		}
 		if res.RowsAffected == 0 {
 			return nil
@@ -343,8 +282,9 @@ func (s *Store) MissingDays(ctx context.Context, guildID string, days []string) 
 	if len(days) == 0 {
 		return nil, nil
 	}
+	t := reports.KindDay.Tables()
 	var have []string
-	err := s.db.WithContext(ctx).Raw("SELECT day FROM daily_reports WHERE guild_id = ? AND day IN ?", guildID, days).Scan(&have).Error
+	err := s.db.WithContext(ctx).Raw("SELECT "+t.Period+" FROM "+t.Reports+" WHERE guild_id = ? AND "+t.Period+" IN ?", guildID, days).Scan(&have).Error
 	if err != nil {
 		return nil, fmt.Errorf("read daily reports of %s: %w", guildID, err)
 	}
@@ -416,10 +356,11 @@ func (s *Store) State(ctx context.Context) (reports.CollectorState, error) {
 	return st, nil
 }
 
-// readTx runs fn on one consistent view: a read-only repeatable-read transaction on
-// PostgreSQL; on SQLite a transaction (which, with the shared DSN, holds the write lock).
+// readTx runs fn on one consistent view: a read-only repeatable-read transaction where the
+// database has snapshot reads (PostgreSQL); elsewhere (SQLite) a plain transaction, which with
+// the shared DSN holds the write lock.
 func (s *Store) readTx(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	if s.postgres {
+	if s.dialect.SnapshotReads {
 		return s.db.WithContext(ctx).Transaction(fn, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	}
 	return s.db.WithContext(ctx).Transaction(fn)

@@ -12,7 +12,6 @@ import (
 	"gorm.io/gorm"
 
 	"forumstats.local/collector-svc/internal/catalog"
-	"forumstats.local/collector-svc/internal/window"
 	"forumstats.local/shared/migrate"
 	sharedrdb "forumstats.local/shared/rdb"
 	"forumstats.local/shared/reports"
@@ -59,20 +58,31 @@ func generation(t *testing.T, gdb *gorm.DB) int64 {
 
 var at = time.Date(2026, 11, 19, 20, 59, 0, 123456789, time.UTC)
 
+type channel struct {
+	id, name string
+	messages int64
+}
+
+// saveOK writes a whole report of status ok, as a pass does.
+func saveOK(ctx context.Context, s *Store, kind reports.Kind, guildID, period string, at time.Time, total int64, channels ...channel) error {
+	row := reports.Row{GuildID: guildID, Period: period, GeneratedAt: at, Status: reports.StatusOK, TotalMessages: total}
+	rows := make([]reports.ChannelRow, len(channels))
+	for i, c := range channels {
+		rows[i] = reports.ChannelRow{GuildID: guildID, Period: period, ChannelID: c.id, Name: c.name, Messages: c.messages}
+	}
+	return s.SaveReport(ctx, kind, row, rows)
+}
+
 func TestSaveReportReplacesWholeReport(t *testing.T) {
 	both(t, func(t *testing.T, gdb *gorm.DB) {
 		ctx := context.Background()
 		s := New(gdb, nil, nil)
 		g0 := generation(t, gdb)
-		first := Report{Kind: window.Day, GuildID: "1", Period: "2026-11-19", GeneratedAt: at, TotalMessages: 10,
-			Channels: []Channel{{ID: "11", Name: "general", Messages: 6}, {ID: "12", Name: "random", Messages: 4}}}
-		if err := s.SaveReport(ctx, first); err != nil {
+		if err := saveOK(ctx, s, reports.KindDay, "1", "2026-11-19", at, 10, channel{"11", "general", 6}, channel{"12", "random", 4}); err != nil {
 			t.Fatal(err)
 		}
 		// The second refresh lost a channel and renamed another: nothing of the first stays.
-		second := Report{Kind: window.Day, GuildID: "1", Period: "2026-11-19", GeneratedAt: at.Add(time.Minute), TotalMessages: 7,
-			Channels: []Channel{{ID: "11", Name: "general-renamed", Messages: 7}}}
-		if err := s.SaveReport(ctx, second); err != nil {
+		if err := saveOK(ctx, s, reports.KindDay, "1", "2026-11-19", at.Add(time.Minute), 7, channel{"11", "general-renamed", 7}); err != nil {
 			t.Fatal(err)
 		}
 		if g := generation(t, gdb); g != g0+2 {
@@ -92,7 +102,7 @@ func TestSaveReportReplacesWholeReport(t *testing.T) {
 		}
 
 		// Monthly reports go to their own tables; a report without channels is fine.
-		if err := s.SaveReport(ctx, Report{Kind: window.Month, GuildID: "1", Period: "2026-11", GeneratedAt: at, TotalMessages: 0}); err != nil {
+		if err := saveOK(ctx, s, reports.KindMonth, "1", "2026-11", at, 0); err != nil {
 			t.Fatal(err)
 		}
 		var m reports.MonthlyReport
@@ -106,12 +116,11 @@ func TestMarkStaleKeepsCounts(t *testing.T) {
 	both(t, func(t *testing.T, gdb *gorm.DB) {
 		ctx := context.Background()
 		s := New(gdb, nil, nil)
-		if err := s.SaveReport(ctx, Report{Kind: window.Month, GuildID: "5", Period: "2026-10", GeneratedAt: at, TotalMessages: 340,
-			Channels: []Channel{{ID: "9", Name: "general", Messages: 340}}}); err != nil {
+		if err := saveOK(ctx, s, reports.KindMonth, "5", "2026-10", at, 340, channel{"9", "general", 340}); err != nil {
 			t.Fatal(err)
 		}
 		g0 := generation(t, gdb)
-		marked, err := s.MarkStale(ctx, window.Month, "5", "2026-10", "rate_limited", "HTTP 429")
+		marked, err := s.MarkStale(ctx, reports.KindMonth, "5", "2026-10", "rate_limited", "HTTP 429")
 		if err != nil || !marked {
 			t.Fatalf("marked %v, err %v", marked, err)
 		}
@@ -130,7 +139,7 @@ func TestMarkStaleKeepsCounts(t *testing.T) {
 			t.Fatal("marking stale did not bump the generation")
 		}
 		// A period never collected stays missing, and nothing changes.
-		marked, err = s.MarkStale(ctx, window.Day, "5", "2026-10-01", "timeout", "x")
+		marked, err = s.MarkStale(ctx, reports.KindDay, "5", "2026-10-01", "timeout", "x")
 		if err != nil || marked {
 			t.Fatalf("marked a missing report: %v %v", marked, err)
 		}
@@ -139,7 +148,7 @@ func TestMarkStaleKeepsCounts(t *testing.T) {
 			t.Fatalf("%d daily reports, generation %d", n, generation(t, gdb))
 		}
 		// A later good refresh clears the error.
-		if err := s.SaveReport(ctx, Report{Kind: window.Month, GuildID: "5", Period: "2026-10", GeneratedAt: at.Add(time.Hour), TotalMessages: 341}); err != nil {
+		if err := saveOK(ctx, s, reports.KindMonth, "5", "2026-10", at.Add(time.Hour), 341); err != nil {
 			t.Fatal(err)
 		}
 		m = reports.MonthlyReport{}
@@ -255,7 +264,7 @@ func TestPassStateAndMissingDays(t *testing.T) {
 			t.Fatalf("state after a good pass %+v", st)
 		}
 
-		if err := s.SaveReport(ctx, Report{Kind: window.Day, GuildID: "1", Period: "2026-11-17", GeneratedAt: at}); err != nil {
+		if err := saveOK(ctx, s, reports.KindDay, "1", "2026-11-17", at, 0); err != nil {
 			t.Fatal(err)
 		}
 		missing, err := s.MissingDays(ctx, "1", []string{"2026-11-18", "2026-11-17", "2026-11-16"})
@@ -288,7 +297,7 @@ func TestPublishesGeneration(t *testing.T) {
 	}
 	gdb := newPG(t)
 	s := New(gdb, rdb, nil)
-	if err := s.SaveReport(ctx, Report{Kind: window.Day, GuildID: "1", Period: "2026-11-19", GeneratedAt: at}); err != nil {
+	if err := saveOK(ctx, s, reports.KindDay, "1", "2026-11-19", at, 0); err != nil {
 		t.Fatal(err)
 	}
 	want := strconv.FormatInt(generation(t, gdb), 10)
