@@ -7,48 +7,30 @@
 //	collector-svc import --file F         load a reports file (one transaction; nothing on error)
 //	collector-svc export --file F         write the reports file ("-": standard output)
 //	collector-svc fake-discord --addr A   serve a fake Discord API with synthetic servers
+//
+// This file is flags, dispatch and signals only; internal/app runs the commands.
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-	"gorm.io/gorm"
-
-	"forumstats.local/collector-svc/internal/catalog"
-	"forumstats.local/collector-svc/internal/collect"
-	"forumstats.local/collector-svc/internal/discord"
+	"forumstats.local/collector-svc/internal/app"
 	"forumstats.local/collector-svc/internal/fakediscord"
-	"forumstats.local/collector-svc/internal/lock"
-	"forumstats.local/collector-svc/internal/reportfile"
-	"forumstats.local/collector-svc/internal/store"
-	"forumstats.local/shared/config"
-	"forumstats.local/shared/db"
 	"forumstats.local/shared/logging"
-	"forumstats.local/shared/migrate"
-	"forumstats.local/shared/rdb"
-	"forumstats.local/shared/reports"
 	"forumstats.local/shared/server"
 )
 
 const usage = `usage: collector-svc [serve | run-once | import --file F | export --file F | fake-discord --addr A]`
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, usage)
 			return
@@ -59,7 +41,7 @@ func main() {
 	}
 }
 
-func run(args []string) error {
+func run(args []string, stdout, stderr io.Writer) error {
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
@@ -69,7 +51,7 @@ func run(args []string) error {
 		if err := noArgs(cmd, args); err != nil {
 			return err
 		}
-		return collectCommand(cmd)
+		return collectCmd(cmd, stdout, stderr)
 	case "import", "export":
 		fs := newFlags(cmd)
 		file := fs.String("file", "", "the reports file")
@@ -79,12 +61,9 @@ func run(args []string) error {
 		if *file == "" {
 			return fmt.Errorf("%s: --file is required", cmd)
 		}
-		if cmd == "import" {
-			return importCommand(*file)
-		}
-		return exportCommand(*file)
+		return exchangeCmd(cmd, *file, stdout, stderr)
 	case "fake-discord":
-		return fakeDiscordCommand(args)
+		return fakeDiscordCmd(args, stderr)
 	case "help", "-h", "--help":
 		return flag.ErrHelp
 	}
@@ -108,287 +87,94 @@ func noArgs(cmd string, args []string) error {
 	return nil
 }
 
-// base is what every database command needs.
-type base struct {
-	cfg config.Common
-	log *slog.Logger
-	db  *gorm.DB
-	rdb *redis.Client
-}
-
-func (b *base) close() {
-	if b.rdb != nil {
-		b.rdb.Close()
-	}
-	db.Close(b.db)
-}
-
-func open(ctx context.Context) (*base, error) {
-	cfg, err := config.LoadCommon(":8083", "sqlite:./data/stats.db")
+// setup is what every database command starts with: its configuration and a logger on stderr.
+func setup(load func() (app.Config, error), stderr io.Writer) (app.Config, *slog.Logger, error) {
+	cfg, err := load()
 	if err != nil {
-		return nil, err
+		return cfg, nil, err
 	}
-	log, err := logging.New(os.Stderr, cfg.LogLevel, cfg.LogFormat)
-	if err != nil {
-		return nil, err
-	}
-	gdb, err := db.Open(ctx, cfg.DatabaseURL, log)
-	if err != nil {
-		return nil, err
-	}
-	b := &base{cfg: cfg, log: log, db: gdb}
-	if cfg.MigrateOnStart {
-		applied, err := migrate.Up(ctx, gdb, reports.Migrations)
-		if err != nil {
-			b.close()
-			return nil, err
-		}
-		if len(applied) > 0 {
-			log.Info("migrations applied", "component", reports.Migrations.Component, "applied", applied)
-		}
-	}
-	if b.rdb, err = rdb.Open(ctx, cfg.RedisURL); err != nil {
-		b.close()
-		return nil, err
-	}
-	return b, nil
+	log, err := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+	return cfg, log, err
 }
 
-// collectorConfig is the collector's own configuration.
-type collectorConfig struct {
-	token, apiBase, catalogFile string
-	refreshMinutes              int
-	interval                    time.Duration
-}
-
-func loadCollectorConfig() (collectorConfig, error) {
-	c := collectorConfig{
-		token:       config.String("DISCORD_TOKEN", ""),
-		apiBase:     config.String("DISCORD_API_BASE", discord.DefaultBaseURL),
-		catalogFile: config.String("CATALOG_FILE", ""),
-	}
-	if u, err := url.Parse(c.apiBase); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return c, fmt.Errorf("DISCORD_API_BASE: %q is not an http(s) URL", c.apiBase)
-	}
-	var err error
-	if c.refreshMinutes, err = config.Int("REFRESH_MINUTES", 10); err != nil {
-		return c, err
-	}
-	if c.refreshMinutes <= 0 {
-		return c, fmt.Errorf("REFRESH_MINUTES: must be a positive number of minutes, got %d", c.refreshMinutes)
-	}
-	// REFRESH_INTERVAL (a Go duration) overrides the pause for tests and operations; stats-svc
-	// is still told REFRESH_MINUTES.
-	if c.interval, err = config.Duration("REFRESH_INTERVAL", time.Duration(c.refreshMinutes)*time.Minute); err != nil {
-		return c, err
-	}
-	if c.interval <= 0 {
-		return c, fmt.Errorf("REFRESH_INTERVAL: must be positive, got %s", c.interval)
-	}
-	if c.catalogFile != "" {
-		// Fail at start on a broken file; every pass reads it again.
-		if _, err := catalog.Load(c.catalogFile); err != nil {
-			return c, fmt.Errorf("CATALOG_FILE: %w", err)
-		}
-	}
-	return c, nil
-}
-
-func collectCommand(cmd string) error {
-	cc, err := loadCollectorConfig()
+func collectCmd(cmd string, stdout, stderr io.Writer) error {
+	cfg, log, err := setup(app.LoadConfig, stderr)
 	if err != nil {
 		return err
 	}
 	ctx, stop := server.SignalContext()
 	defer stop()
-	b, err := open(ctx)
+	if cmd == "serve" {
+		return app.Serve(ctx, cfg, log)
+	}
+	res, err := app.RunOnce(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer b.close()
-	log := b.log
-	if cc.token == "" {
-		log.Warn("DISCORD_TOKEN is empty: requests go without authorization (only a fake Discord accepts that)")
-	}
-	client := discord.New(discord.Config{BaseURL: cc.apiBase, Token: cc.token, Logger: log})
-	col := collect.New(collect.Config{
-		Discord:        client,
-		Store:          store.New(b.db, b.rdb, log),
-		CatalogFile:    cc.catalogFile,
-		RefreshMinutes: cc.refreshMinutes,
-		Logger:         log,
-	})
-	lk, err := lock.New(b.db, b.cfg.DatabaseURL, min(cc.interval, 5*time.Second), log)
-	if err != nil {
-		return err
-	}
+	fmt.Fprintf(stdout, "pass finished: %d servers, %d reports written in %s\n",
+		res.Servers, res.Written, res.Finish.Sub(res.Start).Round(time.Millisecond))
+	return nil
+}
 
-	if cmd == "run-once" {
-		if err := lk.Acquire(ctx); err != nil {
-			return fmt.Errorf("waiting for the collector lock: %w", err)
-		}
-		defer lk.Release()
-		res, err := col.Pass(ctx)
+func exchangeCmd(cmd, path string, stdout, stderr io.Writer) error {
+	cfg, log, err := setup(app.LoadCommonConfig, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := server.SignalContext()
+	defer stop()
+	if cmd == "import" {
+		st, err := app.Import(ctx, cfg, log, path)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("pass finished: %d servers, %d reports written in %s\n",
-			res.Servers, res.Written, res.Finish.Sub(res.Start).Round(time.Millisecond))
+		catalogNote := "catalog kept"
+		if st.CatalogReplaced {
+			catalogNote = fmt.Sprintf("catalog replaced (%d servers)", st.Catalog)
+		}
+		fmt.Fprintf(stdout, "imported %s: %s, %d guilds, %d daily and %d monthly reports\n", path, catalogNote, st.Guilds, st.Daily, st.Monthly)
 		return nil
 	}
-
-	e := server.New(server.Options{
-		Name:   "collector-svc",
-		Logger: log,
-		Ready:  []server.Check{{Name: "database", Fn: db.Ping(b.db)}},
-	})
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	httpErr := make(chan error, 1)
-	go func() {
-		err := server.Run(ctx, e, b.cfg.HTTPAddr, log)
-		cancel() // a server that cannot listen stops the process
-		httpErr <- err
-	}()
-	log.Info("collector-svc starting", "addr", b.cfg.HTTPAddr, "discord", cc.apiBase, "catalog_file", cc.catalogFile,
-		"refresh_minutes", cc.refreshMinutes, "interval", cc.interval.String(), "redis", b.rdb != nil)
-	serveErr := col.Serve(ctx, lk, cc.interval)
-	cancel()
-	if err := <-httpErr; err != nil {
+	st, err := app.Export(ctx, cfg, log, path, stdout)
+	if err != nil || path == "-" {
 		return err
 	}
-	return serveErr
-}
-
-func importCommand(path string) error {
-	ctx, stop := server.SignalContext()
-	defer stop()
-	// Validate the whole file before touching the database.
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("import: %w", err)
-	}
-	file, err := reportfile.Decode(f)
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("import %s: %w (nothing was written)", path, err)
-	}
-	b, err := open(ctx)
-	if err != nil {
-		return err
-	}
-	defer b.close()
-	st, err := store.New(b.db, b.rdb, b.log).Import(ctx, file)
-	if err != nil {
-		return fmt.Errorf("import %s: %w (nothing was written)", path, err)
-	}
-	catalogNote := "catalog kept"
-	if st.CatalogReplaced {
-		catalogNote = fmt.Sprintf("catalog replaced (%d servers)", st.Catalog)
-	}
-	fmt.Printf("imported %s: %s, %d guilds, %d daily and %d monthly reports\n", path, catalogNote, st.Guilds, st.Daily, st.Monthly)
+	fmt.Fprintf(stdout, "exported %d servers, %d guilds, %d daily and %d monthly reports to %s\n",
+		st.Servers, st.Guilds, st.Daily, st.Monthly, path)
 	return nil
 }
 
-func exportCommand(path string) error {
-	ctx, stop := server.SignalContext()
-	defer stop()
-	b, err := open(ctx)
-	if err != nil {
-		return err
-	}
-	defer b.close()
-	file, err := store.New(b.db, b.rdb, b.log).Export(ctx)
-	if err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	var buf bytes.Buffer
-	if err := reportfile.Encode(&buf, file); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	if path == "-" {
-		_, err := os.Stdout.Write(buf.Bytes())
-		return err
-	}
-	if err := writeFileAtomic(path, buf.Bytes()); err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	fmt.Printf("exported %d servers, %d guilds, %d daily and %d monthly reports to %s\n",
-		len(file.Catalog), len(file.Guilds), len(file.Daily), len(file.Monthly), path)
-	return nil
-}
-
-// writeFileAtomic writes through a temporary file and a rename, so that an interrupted export
-// never leaves a truncated file where a complete one was expected.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
-func fakeDiscordCommand(args []string) error {
+// fakeDiscordCmd parses the fake's flags over its demo options (Discord's limits and latency),
+// so that each option of fakediscord.Options a flag exposes is one line here.
+func fakeDiscordCmd(args []string, stderr io.Writer) error {
+	f := app.FakeDiscord{Options: fakediscord.DemoOptions()}
+	o := &f.Options
 	fs := newFlags("fake-discord")
-	addr := fs.String("addr", "127.0.0.1:8090", "listen address")
-	guilds := fs.Int("guilds", 3, "number of synthetic servers")
-	seed := fs.Int64("seed", 1, "seed of the synthetic data")
-	catalogOut := fs.String("catalog", "", "write the servers as a CATALOG_FILE (JSON) to this path")
+	fs.StringVar(&f.Addr, "addr", "127.0.0.1:8090", "listen address")
+	fs.StringVar(&f.Catalog, "catalog", "", "write the servers as a CATALOG_FILE (JSON) to this path")
+	fs.IntVar(&o.Guilds, "guilds", 3, "number of synthetic servers")
+	fs.IntVar(&o.ChannelsPerGuild, "channels", 0, "listed channels per server (0: 6 to 8 depending on the server)")
+	fs.Int64Var(&o.Seed, "seed", o.Seed, "seed of the synthetic data")
+	fs.StringVar(&o.Token, "token", "", "require Authorization: Bot <token> (default: none)")
+	fs.Float64Var(&o.RateLimit, "rate-limit", o.RateLimit, "global limit in requests per second (0: none)")
+	fs.IntVar(&o.BucketLimit, "bucket-limit", o.BucketLimit, "per-route limit per server and second (0: none)")
+	fs.DurationVar(&o.Latency, "latency", o.Latency, "latency added before every answer")
+	fs.DurationVar(&o.IndexWarmup, "index-warmup", o.IndexWarmup, "the first search of each server answers 202 (index not ready) with this retry_after (0: never)")
 	frozenAt := fs.String("frozen-at", "", "RFC 3339 instant after which no message exists (default: now, moving)")
-	token := fs.String("token", "", "require Authorization: Bot <token> (default: none)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("fake-discord: %w", err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("fake-discord: unexpected argument %q", fs.Arg(0))
 	}
-	opts := fakediscord.DemoOptions()
-	opts.Guilds, opts.Seed, opts.Token = *guilds, *seed, *token
 	if *frozenAt != "" {
 		at, err := time.Parse(time.RFC3339Nano, *frozenAt)
 		if err != nil {
 			return fmt.Errorf("fake-discord: --frozen-at: %q is not an RFC 3339 time", *frozenAt)
 		}
-		opts.Clock = func() time.Time { return at }
-	}
-	fake := fakediscord.New(opts)
-	if *catalogOut != "" {
-		data, err := json.MarshalIndent(fake.Catalog(), "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := writeFileAtomic(*catalogOut, append(data, '\n')); err != nil {
-			return fmt.Errorf("fake-discord: --catalog: %w", err)
-		}
-	}
-	log, err := logging.New(os.Stderr, config.String("LOG_LEVEL", "info"), config.String("LOG_FORMAT", "json"))
-	if err != nil {
-		return err
+		o.Clock = func() time.Time { return at }
 	}
 	ctx, stop := server.SignalContext()
 	defer stop()
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return fmt.Errorf("fake-discord: %w", err)
-	}
-	srv := &http.Server{Handler: fake.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	log.Info("fake Discord listening", "addr", ln.Addr().String(), "guilds", *guilds, "seed", *seed)
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("fake-discord: %w", err)
-	}
-	return nil
+	return app.ServeFakeDiscord(ctx, f, stderr)
 }

@@ -513,3 +513,45 @@ func TestClockHidesFuture(t *testing.T) {
 		t.Errorf("%d messages from the future", n)
 	}
 }
+
+// TestFakeCount: /_fake/count answers Count without a token, a limit or a place in Stats, and
+// refuses what it cannot count.
+func TestFakeCount(t *testing.T) {
+	frozen := time.Date(2026, 11, 19, 12, 0, 0, 0, time.UTC)
+	s := New(Options{Token: "secret", RateLimit: 1, RateBurst: 1, Clock: func() time.Time { return frozen }})
+	g := s.Catalog()[0].GuildID
+	_, _, _, chans := get(t, s, "/guilds/"+g+"/channels", "Authorization", "Bot secret")
+	var ch string
+	for _, c := range chans {
+		if m := c.(map[string]any); m["type"].(float64) == 0 && ch == "" {
+			ch = m["id"].(string)
+		}
+	}
+	from, to := frozen.Add(-30*24*time.Hour), frozen.Add(time.Hour)
+	window := "&from=" + from.Format(time.RFC3339) + "&to=" + to.Format(time.RFC3339)
+	for _, channelID := range []string{"", ch} {
+		path := "/_fake/count?guild_id=" + g + "&channel_id=" + channelID + window
+		code, _, obj, _ := get(t, s, path)
+		want := s.Count(g, channelID, from, to)
+		if code != 200 || obj["count"] != float64(want) || want == 0 {
+			t.Fatalf("GET %s = %d %v, want count %d (> 0)", path, code, obj, want)
+		}
+	}
+	if st := s.Stats(); st.Requests != 1 || st.RateLimited != 0 {
+		t.Fatalf("stats %+v: the fake's own endpoint was counted or limited", st)
+	}
+	tests := []struct {
+		path   string
+		status int
+	}{
+		{"/_fake/count?guild_id=" + g + "&from=yesterday&to=" + to.Format(time.RFC3339), 400},
+		{"/_fake/count?guild_id=1234" + window, 404},
+		{"/_fake/count?guild_id=" + g + "&channel_id=99" + window, 404},
+		{"/_fake/stats", 404},
+	}
+	for _, tt := range tests {
+		if code, _, obj, _ := get(t, s, tt.path); code != tt.status {
+			t.Errorf("GET %s = %d %v, want %d", tt.path, code, obj, tt.status)
+		}
+	}
+}

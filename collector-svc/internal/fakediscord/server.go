@@ -8,6 +8,14 @@
 // does not list, as on Discord: a server's total is deliberately more than the
 // sum of its listed channels. Categories and forums hold no messages of their
 // own (their search counts 0). Search hits list the newest messages first.
+//
+// Under FakePrefix the fake also answers what Discord has no API for, for the benchmark and tests
+// that drive it as a separate process; the collector never asks it:
+//
+//	GET /_fake/count?guild_id=G[&channel_id=C]&from=T&to=T  → {"count": N}
+//
+// N is Count(G, C, from, to) (times RFC 3339): the exact number a correct client must get. These
+// requests are not counted in Stats and meet no limit, latency or token.
 package fakediscord
 
 import (
@@ -17,6 +25,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -274,6 +283,10 @@ var (
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serve) }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, FakePrefix) {
+		s.serveFake(w, r)
+		return
+	}
 	n := s.requests.Add(1)
 	if s.opts.Latency > 0 {
 		t := time.NewTimer(s.opts.Latency)
@@ -334,6 +347,29 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		s.search(w, r, g)
 	}
+}
+
+// FakePrefix is the path of the fake's own endpoints (see the package documentation).
+const FakePrefix = "/_fake/"
+
+// serveFake answers the fake's own endpoints.
+func (s *Server) serveFake(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != FakePrefix+"count" {
+		writeJSON(w, http.StatusNotFound, map[string]any{"message": "404: Not Found", "code": 0})
+		return
+	}
+	q := r.URL.Query()
+	from, errFrom := time.Parse(time.RFC3339Nano, q.Get("from"))
+	to, errTo := time.Parse(time.RFC3339Nano, q.Get("to"))
+	if errFrom != nil || errTo != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "from and to must be RFC 3339 times", "code": 0})
+		return
+	}
+	if _, err := s.streams(q.Get("guild_id"), q.Get("channel_id")); err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"count": s.Count(q.Get("guild_id"), q.Get("channel_id"), from, to)})
 }
 
 // takeGlobal takes a token of the global bucket, or says how long until one is there.

@@ -1,0 +1,127 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// collectorEnv are the variables LoadConfig reads beyond the common ones; every case starts
+// from all of them unset.
+var collectorEnv = []string{"DISCORD_TOKEN", "DISCORD_API_BASE", "CATALOG_FILE", "DISCORD_GLOBAL_RATE", "REFRESH_MINUTES", "REFRESH_INTERVAL"}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	good, broken := filepath.Join(dir, "catalog.json"), filepath.Join(dir, "broken.json")
+	if err := os.WriteFile(good, []byte(`[{"number": 1, "name": "Alpha", "guildId": "1"}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(broken, []byte(`[{"number": 1, "name": "Alpha", "guildId": "x"}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want Collector // when err is ""
+		err  string
+	}{
+		{"defaults", nil,
+			Collector{APIBase: "https://discord.com/api/v10", GlobalRate: 50, RefreshMinutes: 10, Interval: 10 * time.Minute}, ""},
+		{"all set", map[string]string{"DISCORD_TOKEN": "t", "DISCORD_API_BASE": "http://127.0.0.1:8090/api/v10", "CATALOG_FILE": good,
+			"DISCORD_GLOBAL_RATE": "200", "REFRESH_MINUTES": "7", "REFRESH_INTERVAL": "2s"},
+			Collector{Token: "t", APIBase: "http://127.0.0.1:8090/api/v10", CatalogFile: good, GlobalRate: 200, RefreshMinutes: 7, Interval: 2 * time.Second}, ""},
+		{"interval follows the minutes", map[string]string{"REFRESH_MINUTES": "3"},
+			Collector{APIBase: "https://discord.com/api/v10", GlobalRate: 50, RefreshMinutes: 3, Interval: 3 * time.Minute}, ""},
+		{"api base not http", map[string]string{"DISCORD_API_BASE": "ftp://x"}, Collector{}, `DISCORD_API_BASE: "ftp://x" is not an http(s) URL`},
+		{"api base without host", map[string]string{"DISCORD_API_BASE": "http://"}, Collector{}, "DISCORD_API_BASE"},
+		{"rate not a number", map[string]string{"DISCORD_GLOBAL_RATE": "fast"}, Collector{}, `DISCORD_GLOBAL_RATE: "fast" is not an integer`},
+		{"rate zero", map[string]string{"DISCORD_GLOBAL_RATE": "0"}, Collector{}, "DISCORD_GLOBAL_RATE: must be a positive"},
+		{"minutes zero", map[string]string{"REFRESH_MINUTES": "0"}, Collector{}, "REFRESH_MINUTES: must be a positive number of minutes, got 0"},
+		{"interval negative", map[string]string{"REFRESH_INTERVAL": "-1s"}, Collector{}, "REFRESH_INTERVAL: must be positive, got -1s"},
+		{"catalog broken", map[string]string{"CATALOG_FILE": broken}, Collector{}, "CATALOG_FILE: "},
+		{"catalog absent", map[string]string{"CATALOG_FILE": filepath.Join(dir, "none.json")}, Collector{}, "CATALOG_FILE: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, k := range collectorEnv {
+				t.Setenv(k, tt.env[k])
+			}
+			cfg, err := LoadConfig()
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err %v, want one containing %q", err, tt.err)
+				}
+				// import and export do not read the collector's variables.
+				if _, err := LoadCommonConfig(); err != nil {
+					t.Fatalf("LoadCommonConfig: %v", err)
+				}
+				return
+			}
+			if err != nil || cfg.Collector != tt.want {
+				t.Fatalf("config %+v, err %v; want %+v", cfg.Collector, err, tt.want)
+			}
+		})
+	}
+}
+
+const exchangeFile = `{
+  "refreshMinutes": 15,
+  "catalog": [{"number": 1, "name": "Alpha", "guildId": "81384788765712384"}],
+  "guilds": [{"guildId": "81384788765712384", "icon": "a_1f2e", "banner": null, "metadataAt": "2026-11-20T10:00:00Z"}],
+  "daily": [{"guildId": "81384788765712384", "date": "2026-11-19", "generatedAt": "2026-11-19T20:59:00Z", "status": "ok",
+             "error": null, "totalMessages": 3, "channels": [{"id": "5", "name": "general", "messages": 3}]}],
+  "monthly": [{"guildId": "81384788765712384", "month": "2026-11", "generatedAt": "2026-11-19T20:59:00Z", "status": "stale",
+               "error": {"code": "timeout", "message": "slow"}, "totalMessages": 9, "channels": []}]
+}`
+
+// TestImportExport: import then export to standard output on SQLite; a refused file writes
+// nothing and does not even create the database.
+func TestImportExport(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	dbFile := filepath.Join(dir, "stats.db")
+	cfg := Config{}
+	cfg.DatabaseURL, cfg.MigrateOnStart = "sqlite:"+dbFile, true
+
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(strings.Replace(exchangeFile, `"messages": 3`, `"messages": -3`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Import(ctx, cfg, nil, bad)
+	if err == nil || !strings.Contains(err.Error(), "daily[0].channels[0].messages: must be >= 0 (nothing was written)") {
+		t.Fatalf("import of a bad file: %v", err)
+	}
+	if _, err := os.Stat(dbFile); !os.IsNotExist(err) {
+		t.Fatalf("a refused import opened the database: %v", err)
+	}
+
+	good := filepath.Join(dir, "good.json")
+	if err := os.WriteFile(good, []byte(exchangeFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := Import(ctx, cfg, nil, good)
+	if err != nil || !st.CatalogReplaced || st.Catalog != 1 || st.Guilds != 1 || st.Daily != 1 || st.Monthly != 1 {
+		t.Fatalf("import: %+v, %v", st, err)
+	}
+	var out bytes.Buffer
+	est, err := Export(ctx, cfg, nil, "-", &out)
+	if err != nil || est != (ExportStats{Servers: 1, Guilds: 1, Daily: 1, Monthly: 1}) {
+		t.Fatalf("export: %+v, %v", est, err)
+	}
+	for _, want := range []string{`"refreshMinutes": 15`, `"date": "2026-11-19"`, `"code": "timeout"`, `"name": "general"`} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("export lacks %s:\n%s", want, out.String())
+		}
+	}
+	file := filepath.Join(dir, "export.json")
+	if _, err := Export(ctx, cfg, nil, file, nil); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(file); err != nil || !bytes.Equal(data, out.Bytes()) {
+		t.Fatalf("the exported file differs from standard output (%v)", err)
+	}
+}

@@ -1,0 +1,98 @@
+// Package app builds collector-svc from its configuration: the serving collector, each command of
+// the CLI (serve, run-once, import, export) and the fake Discord. The command's main only parses
+// flags, dispatches here and handles signals; the benchmark runs the built command, so that both
+// run the same thing.
+package app
+
+import (
+	"fmt"
+	"net/url"
+	"time"
+
+	"forumstats.local/collector-svc/internal/catalog"
+	"forumstats.local/collector-svc/internal/discord"
+	"forumstats.local/shared/config"
+)
+
+// Defaults of contract section 2.
+const (
+	DefaultAddr        = ":8083"
+	DefaultDatabaseURL = "sqlite:./data/stats.db"
+)
+
+// Config is collector-svc's configuration.
+type Config struct {
+	config.Common
+	Collector Collector
+}
+
+// Collector is the collector's own configuration: what serve and run-once need beyond the
+// common variables.
+type Collector struct {
+	Token       string // DISCORD_TOKEN; "" sends no Authorization (only a fake Discord accepts that)
+	APIBase     string // DISCORD_API_BASE
+	CatalogFile string // CATALOG_FILE; "" keeps the stored catalog
+	// GlobalRate is DISCORD_GLOBAL_RATE, the client's requests per second over all routes: Discord's
+	// 50 by default; a test or benchmark against the fake may raise it with the fake's limit.
+	GlobalRate     int
+	RefreshMinutes int           // REFRESH_MINUTES, recorded for stats-svc
+	Interval       time.Duration // REFRESH_INTERVAL, the pause between passes (default REFRESH_MINUTES)
+}
+
+// LoadConfig reads the environment for serve and run-once: the collector's own variables, checked
+// first, then the common ones.
+func LoadConfig() (Config, error) {
+	c, err := loadCollector()
+	if err != nil {
+		return Config{}, err
+	}
+	cfg, err := LoadCommonConfig()
+	cfg.Collector = c
+	return cfg, err
+}
+
+// LoadCommonConfig reads only the common variables: import and export do not collect, so a
+// collector variable cannot stop them.
+func LoadCommonConfig() (Config, error) {
+	common, err := config.LoadCommon(DefaultAddr, DefaultDatabaseURL)
+	return Config{Common: common}, err
+}
+
+func loadCollector() (Collector, error) {
+	c := Collector{
+		Token:       config.String("DISCORD_TOKEN", ""),
+		APIBase:     config.String("DISCORD_API_BASE", discord.DefaultBaseURL),
+		CatalogFile: config.String("CATALOG_FILE", ""),
+	}
+	if u, err := url.Parse(c.APIBase); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return c, fmt.Errorf("DISCORD_API_BASE: %q is not an http(s) URL", c.APIBase)
+	}
+	var err error
+	if c.GlobalRate, err = config.Int("DISCORD_GLOBAL_RATE", discord.DefaultGlobalRate); err != nil {
+		return c, err
+	}
+	if c.GlobalRate <= 0 {
+		return c, fmt.Errorf("DISCORD_GLOBAL_RATE: must be a positive number of requests per second, got %d", c.GlobalRate)
+	}
+	if c.RefreshMinutes, err = config.Int("REFRESH_MINUTES", 10); err != nil {
+		return c, err
+	}
+	if c.RefreshMinutes <= 0 {
+		return c, fmt.Errorf("REFRESH_MINUTES: must be a positive number of minutes, got %d", c.RefreshMinutes)
+	}
+	// REFRESH_INTERVAL (a Go duration) overrides the pause for tests and operations; stats-svc
+	// is still told REFRESH_MINUTES.
+	if c.Interval, err = config.Duration("REFRESH_INTERVAL", time.Duration(c.RefreshMinutes)*time.Minute); err != nil {
+		return c, err
+	}
+	if c.Interval <= 0 {
+		return c, fmt.Errorf("REFRESH_INTERVAL: must be positive, got %s", c.Interval)
+	}
+	if c.CatalogFile != "" {
+		// Fail at start on a broken file; every pass reads it again.
+		if _, err := catalog.Load(c.CatalogFile); err != nil {
+			return c, fmt.Errorf("CATALOG_FILE: %w", err)
+		}
+	}
+	return c, nil
+}
