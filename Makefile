@@ -32,10 +32,10 @@ test: lint ## Run every test (needs PostgreSQL and Redis: local ports, TEST_POST
 	$(GO) test -race -count=1 -timeout 14m $(PKGS)
 
 .PHONY: bench
-bench: ## The three benchmarks (PostgreSQL on 127.0.0.1:5432 and pgbench); each prints its figures
-	$(GO) run forumstats.local/stats-svc/cmd/stats-bench
-	$(GO) run forumstats.local/collector-svc/cmd/collector-bench
-	$(GO) run forumstats.local/forum-svc/cmd/forum-bench
+bench: ## The three benchmarks (tools/bench; PostgreSQL on 127.0.0.1:5432 and pgbench); each prints its figures beside its targets
+	$(GO) run ./tools/bench/stats
+	$(GO) run ./tools/bench/collector
+	$(GO) run ./tools/bench/forum
 
 .PHONY: load
 load: ## Load: each service at 64 connections for 60 s (LOAD_DURATION, LOAD_CONCURRENCY); zero errors
