@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"forumstats.local/shared/testutil"
+	"forumstats.local/tools/stack"
+)
+
+// benchEnv is the fake Discord, the proxy in front of it, the bench database and the built
+// collector-svc that collects into it.
+type benchEnv struct {
+	bin      string
+	dbURL    string
+	fakeURL  string // the fake itself: its own endpoints and the plan's channel lists
+	proxyURL string // what the collector is told Discord is
+	proxy    *recorder
+	catalog  string // the CATALOG_FILE the fake wrote
+	plan     *plan
+	http     *http.Client
+	cleanups []func() // run in reverse order by close
+}
+
+func (e *benchEnv) close() {
+	for i := len(e.cleanups) - 1; i >= 0; i-- {
+		e.cleanups[i]()
+	}
+}
+
+// setup builds collector-svc, creates the database, starts the fake and the proxy, and reads the
+// plan from the fake.
+func setup(ctx context.Context, o options) (_ *benchEnv, err error) {
+	e := &benchEnv{http: &http.Client{Timeout: 30 * time.Second}}
+	defer func() {
+		if err != nil {
+			e.close()
+		}
+	}()
+	dir, err := stack.TempDir("collector-bench")
+	if err != nil {
+		return nil, err
+	}
+	e.cleanups = append(e.cleanups, func() { _ = os.RemoveAll(dir) })
+	bins, err := stack.Build(ctx, dir, stack.Collector)
+	if err != nil {
+		return nil, err
+	}
+	e.bin = bins[stack.Collector]
+	dbURL, drop, err := testutil.CreateDatabase(ctx, o.adminURL, o.dbName, "")
+	if err != nil {
+		return nil, err
+	}
+	if o.keep {
+		e.cleanups = append(e.cleanups, func() { fmt.Printf("database %s kept\n", o.dbName) })
+	} else {
+		e.cleanups = append(e.cleanups, drop)
+	}
+	e.dbURL = dbURL
+	e.catalog = filepath.Join(dir, "catalog.json")
+	if err := e.startFake(o); err != nil {
+		return nil, err
+	}
+	if err := e.startProxy(); err != nil {
+		return nil, err
+	}
+	e.plan, err = e.readPlan(ctx)
+	return e, err
+}
+
+// startFake runs `collector-svc fake-discord` with the bench's dataset and limits, no index
+// warm-up, and its clock frozen now, so that today's counts cannot move between a pass and the
+// verification.
+func (e *benchEnv) startFake(o options) error {
+	addr, err := stack.FreeAddr()
+	if err != nil {
+		return err
+	}
+	bucketLimit := max(o.bucketLimit, 0)
+	p, err := stack.StartProc("fake-discord", e.bin, []string{"LOG_FORMAT=text", "LOG_LEVEL=warn"}, "fake-discord",
+		"--addr", addr, "--catalog", e.catalog, "--frozen-at", time.Now().UTC().Format(time.RFC3339Nano),
+		"--guilds", strconv.Itoa(o.guilds), "--channels", strconv.Itoa(o.channels), "--seed", strconv.FormatInt(o.seed, 10),
+		"--rate-limit", strconv.Itoa(o.rate), "--bucket-limit", strconv.Itoa(bucketLimit),
+		"--latency", o.latency.String(), "--index-warmup", "0")
+	if err != nil {
+		return err
+	}
+	e.cleanups = append(e.cleanups, func() { p.Stop(5 * time.Second) })
+	e.fakeURL = "http://" + addr
+	// The fake's own endpoint refuses a question without a period: the fake is up.
+	return stack.WaitHTTP(e.fakeURL+"/_fake/count", http.StatusBadRequest, 30*time.Second, p)
+}
+
+func (e *benchEnv) startProxy() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	rec, err := newRecorder(e.fakeURL)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: rec, ConnState: rec.connState, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	e.cleanups = append(e.cleanups, func() { _ = srv.Close() })
+	e.proxy, e.proxyURL = rec, "http://"+ln.Addr().String()
+	return nil
+}
+
+// plan is the fake's dataset as its /channels lists it, read before the passes straight from
+// the fake: what the windows need, found without the collector.
+type plan struct {
+	guilds []planGuild
+}
+
+type planGuild struct {
+	id      string
+	bearing []planChannel // message-bearing channels (types 0, 2, 5, 13)
+}
+
+type planChannel struct {
+	id, name string
+	created  time.Time // from the snowflake
+}
+
+const discordEpochMs = 1420070400000
+
+func (e *benchEnv) readPlan(ctx context.Context) (*plan, error) {
+	data, err := os.ReadFile(e.catalog)
+	if err != nil {
+		return nil, err
+	}
+	var catalog []struct {
+		GuildID string `json:"guildId"`
+	}
+	if err := json.Unmarshal(data, &catalog); err != nil {
+		return nil, fmt.Errorf("the fake's catalog: %w", err)
+	}
+	p := &plan{}
+	for _, c := range catalog {
+		g, err := e.readGuild(ctx, c.GuildID)
+		if err != nil {
+			return nil, err
+		}
+		p.guilds = append(p.guilds, g)
+	}
+	return p, nil
+}
+
+func (e *benchEnv) readGuild(ctx context.Context, guildID string) (planGuild, error) {
+	var chans []struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+		Type int    `json:"type"`
+	}
+	if err := e.getFake(ctx, "/api/v10/guilds/"+guildID+"/channels", &chans); err != nil {
+		return planGuild{}, fmt.Errorf("channels of %s: %w", guildID, err)
+	}
+	g := planGuild{id: guildID}
+	for _, c := range chans {
+		switch c.Type {
+		case 0, 2, 5, 13: // text, voice, announcement, stage
+		default:
+			continue
+		}
+		v, err := strconv.ParseUint(c.ID, 10, 64)
+		if err != nil {
+			return planGuild{}, fmt.Errorf("channel id %q", c.ID)
+		}
+		g.bearing = append(g.bearing, planChannel{id: c.ID, name: c.Name, created: time.UnixMilli(int64(v>>22) + discordEpochMs)})
+	}
+	return g, nil
+}
+
+// getFake GETs path from the fake itself and decodes its JSON answer, waiting out the fake's
+// own rate limit.
+func (e *benchEnv) getFake(ctx context.Context, path string, out any) error {
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.fakeURL+path, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := e.http.Do(req)
+		if err != nil {
+			return err
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode == http.StatusTooManyRequests {
+			var rl struct {
+				RetryAfter float64 `json:"retry_after"`
+			}
+			_ = json.Unmarshal(body, &rl)
+			time.Sleep(time.Duration(rl.RetryAfter*float64(time.Second)) + time.Millisecond)
+			continue
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %d %s", path, resp.StatusCode, body)
+		}
+		return json.Unmarshal(body, out)
+	}
+}
