@@ -1,0 +1,123 @@
+package app
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"forumstats.local/shared/config"
+)
+
+func TestLoadConfig(t *testing.T) {
+	t.Setenv("CDN_BASE_URL", "")
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("HTTP_ADDR", "")
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.CDN != DefaultCDN || cfg.DatabaseURL != DefaultDatabaseURL || cfg.HTTPAddr != DefaultAddr {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+	t.Setenv("CDN_BASE_URL", "ftp://cdn.example")
+	if _, err := LoadConfig(); err == nil || !strings.Contains(err.Error(), "CDN_BASE_URL") {
+		t.Fatalf("bad CDN accepted: %v", err)
+	}
+}
+
+func TestCDNBase(t *testing.T) {
+	for _, tt := range []struct {
+		in string
+		ok bool
+	}{
+		{"https://cdn.discordapp.com", true},
+		{"http://127.0.0.1:9000/cdn/", true},
+		{"ftp://cdn.example", false},
+		{"https://", false},
+		{"cdn.example", false},
+		{"https://cdn.example/?size=1", false},
+		{"https://cdn.example/%zz", false},
+	} {
+		got, err := cdnBase(tt.in)
+		if (err == nil) != tt.ok || (tt.ok && got != tt.in) {
+			t.Errorf("cdnBase(%q) = %q, %v", tt.in, got, err)
+		}
+	}
+}
+
+func TestCacheKeyPrefix(t *testing.T) {
+	base := cacheKeyPrefix("postgres://db/a", DefaultCDN)
+	if base != cacheKeyPrefix("postgres://db/a", DefaultCDN) {
+		t.Fatal("prefix not stable")
+	}
+	if !strings.HasPrefix(base, "stats:v1:") || !strings.HasSuffix(base, ":") || len(base) != len("stats:v1:")+12+1 {
+		t.Fatalf("prefix %q", base)
+	}
+	for _, other := range []string{cacheKeyPrefix("postgres://db/b", DefaultCDN), cacheKeyPrefix("postgres://db/a", "https://cdn.test")} {
+		if other == base {
+			t.Fatalf("deployments share the prefix %q", base)
+		}
+	}
+}
+
+// sqliteConfig is a configuration over a fresh SQLite database, without Redis.
+func sqliteConfig(t *testing.T, migrateOnStart bool) Config {
+	return Config{
+		Common: config.Common{DatabaseURL: "sqlite:" + filepath.Join(t.TempDir(), "stats.db"), MigrateOnStart: migrateOnStart},
+		CDN:    DefaultCDN,
+	}
+}
+
+func get(t *testing.T, s *Service, target string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	s.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+	return rec.Code, rec.Body.String()
+}
+
+// TestNewMigratesByTheRule builds the service as serve does: it migrates on open unless
+// MIGRATE_ON_START is false, and the migrate command always does.
+func TestNewMigratesByTheRule(t *testing.T) {
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	const empty = `{"servers":[],"totalServers":0}`
+
+	migrated := sqliteConfig(t, true)
+	notMigrated := sqliteConfig(t, false)
+	migratedByCommand := sqliteConfig(t, false)
+	if err := Migrate(ctx, migratedByCommand, log); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name   string
+		cfg    Config
+		status int
+		body   string
+	}{
+		{"migrate on start", migrated, http.StatusOK, empty},
+		{"no migration", notMigrated, http.StatusInternalServerError, `{"error":"internal_error"}`},
+		{"migrate command", migratedByCommand, http.StatusOK, empty},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := New(ctx, tt.cfg, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if s.Redis {
+				t.Fatal("Redis without REDIS_URL")
+			}
+			if code, body := get(t, s, "/api/chat-icons"); code != tt.status || body != tt.body {
+				t.Fatalf("icons: %d %s", code, body)
+			}
+			if code, _ := get(t, s, "/readyz"); code != http.StatusOK {
+				t.Fatalf("readyz: %d", code)
+			}
+		})
+	}
+}
