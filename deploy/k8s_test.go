@@ -14,7 +14,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -40,6 +42,9 @@ var newObject = map[string]func() any{
 	"batch/v1/Job":                           func() any { return &batchv1.Job{} },
 	"autoscaling/v2/HorizontalPodAutoscaler": func() any { return &autoscalingv2.HorizontalPodAutoscaler{} },
 	"policy/v1/PodDisruptionBudget":          func() any { return &policyv1.PodDisruptionBudget{} },
+	// The Prometheus Operator's kinds, from the monitoring component.
+	"monitoring.coreos.com/v1/ServiceMonitor": func() any { return &monitoringv1.ServiceMonitor{} },
+	"monitoring.coreos.com/v1/PrometheusRule": func() any { return &monitoringv1.PrometheusRule{} },
 }
 
 // decodeStrict decodes one object into its API type, refusing unknown fields (field names
@@ -740,4 +745,258 @@ func TestDevOverlay(t *testing.T) {
 		t.Fatalf("CATALOG_FILE %s is not in a mounted ConfigMap", file)
 	}
 	checkCatalogMatchesCompose(t, catalog)
+}
+
+// checkMonitors checks the ServiceMonitors of a render against its Services and Deployments:
+// each selects at least one Service of its namespace, names a port that Service has (by
+// name: the operator resolves it on the endpoints), scrapes /metrics, and that port reaches a
+// container port of the pods behind the Service. It returns the job label of each scraped
+// Service (jobLabel, else the Service's name, as the operator does).
+func checkMonitors(r rendered) (map[string]string, []error) {
+	var errs []error
+	jobs := map[string]string{}
+	for _, m := range all[monitoringv1.ServiceMonitor](r, "ServiceMonitor") {
+		fail := func(format string, args ...any) {
+			errs = append(errs, fmt.Errorf("ServiceMonitor %s: "+format, append([]any{m.Name}, args...)...))
+		}
+		if ns := m.Spec.NamespaceSelector; ns.Any || (len(ns.MatchNames) > 0 && !slices.Contains(ns.MatchNames, m.Namespace)) {
+			fail("namespaceSelector %+v reaches beyond its own namespace %q", ns, m.Namespace)
+		}
+		if len(m.Spec.Endpoints) == 0 {
+			fail("no endpoints")
+		}
+		matched := 0
+		for _, svc := range all[corev1.Service](r, "Service") {
+			if svc.Namespace != m.Namespace || !selects(&m.Spec.Selector, svc.Labels) {
+				continue
+			}
+			matched++
+			for _, ep := range m.Spec.Endpoints {
+				if ep.Port == "" {
+					fail("an endpoint without a port name")
+					continue
+				}
+				if p := ep.Path; p != "" && p != "/metrics" {
+					fail("path %q; the services serve /metrics", p)
+				}
+				i := slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == ep.Port })
+				if i < 0 {
+					fail("port %q: Service %s has no port of that name", ep.Port, svc.Name)
+					continue
+				}
+				if !reachesContainer(r, svc, svc.Spec.Ports[i]) {
+					fail("port %q of Service %s reaches no container port of its pods", ep.Port, svc.Name)
+				}
+			}
+			job := svc.Name
+			if m.Spec.JobLabel != "" {
+				job = svc.Labels[m.Spec.JobLabel]
+				if job == "" {
+					fail("jobLabel %q: Service %s has no such label", m.Spec.JobLabel, svc.Name)
+				}
+			}
+			if _, dup := jobs[svc.Name]; dup {
+				fail("Service %s is selected by another ServiceMonitor too: its pods would be scraped twice", svc.Name)
+			}
+			jobs[svc.Name] = job
+		}
+		if matched == 0 {
+			fail("selector %v selects no Service in %q", m.Spec.Selector.MatchLabels, m.Namespace)
+		}
+	}
+	return jobs, errs
+}
+
+// reachesContainer reports whether a Service port's target is a container port of a
+// Deployment whose pods the Service selects.
+func reachesContainer(r rendered, svc *corev1.Service, sp corev1.ServicePort) bool {
+	for _, d := range all[appsv1.Deployment](r, "Deployment") {
+		if d.Namespace != svc.Namespace || !selects(&metav1.LabelSelector{MatchLabels: svc.Spec.Selector}, d.Spec.Template.Labels) {
+			continue
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			if _, ok := containerPort(c, sp.TargetPort); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refreshInterval is the collector's pause between passes in a render: REFRESH_INTERVAL when
+// set, else REFRESH_MINUTES (the code's precedence).
+func refreshInterval(r rendered) (time.Duration, error) {
+	d, ok := get[appsv1.Deployment](r, "Deployment", "collector-svc")
+	if !ok {
+		return 0, errors.New("no Deployment collector-svc")
+	}
+	c, ok := findContainer(d.Spec.Template.Spec.Containers, "collector-svc")
+	if !ok {
+		return 0, errors.New("no container collector-svc")
+	}
+	env, err := containerEnv(r, c)
+	if err != nil {
+		return 0, err
+	}
+	if v := env["REFRESH_INTERVAL"].Value; v != "" {
+		return time.ParseDuration(v)
+	}
+	m, err := strconv.Atoi(env["REFRESH_MINUTES"].Value)
+	if err != nil || m <= 0 {
+		return 0, fmt.Errorf("REFRESH_MINUTES %q: %v", env["REFRESH_MINUTES"].Value, err)
+	}
+	return time.Duration(m) * time.Minute, nil
+}
+
+// intervalRules says how the alerts that depend on the collector's refresh interval use it
+// (prometheusrule.yaml says why), so that an overlay with another interval cannot keep rules
+// tuned for the old one.
+var intervalRules = map[string]func(f exprFacts, interval time.Duration) error{
+	// No good pass for 3 × the interval, looking back at least that far.
+	"ForumstatsCollectorNotPassing": func(f exprFacts, i time.Duration) error {
+		stale := 3 * i
+		if !slices.Contains(f.Numbers, stale.Seconds()) {
+			return fmt.Errorf("compares with %v; want 3 × the interval = %v s", f.Numbers, stale.Seconds())
+		}
+		for _, r := range f.Ranges {
+			if r < stale {
+				return fmt.Errorf("range %v is shorter than 3 × the interval (%v)", r, stale)
+			}
+		}
+		return nil
+	},
+	// Stale markings of two consecutive passes: a window of at least one interval, below two.
+	"ForumstatsReportsGoingStale": func(f exprFacts, i time.Duration) error {
+		for _, r := range f.Ranges {
+			if r < i || r >= 2*i {
+				return fmt.Errorf("range %v; want from the interval %v to below twice it", r, i)
+			}
+		}
+		return nil
+	},
+	// The histogram bucket whose bound is the interval, as Prometheus 2 and 3 write it.
+	"ForumstatsCollectorPassLongerThanInterval": func(f exprFacts, i time.Duration) error {
+		ms := f.matchers("le")
+		if len(ms) == 0 {
+			return errors.New("no le matcher")
+		}
+		bound := strconv.FormatFloat(i.Seconds(), 'f', -1, 64)
+		for _, m := range ms {
+			for _, v := range []string{bound, bound + ".0"} {
+				if !m.Matches(v) {
+					return fmt.Errorf("matcher %s does not select the bucket le=%q (the interval)", m, v)
+				}
+			}
+		}
+		return nil
+	},
+}
+
+// TestMonitoringComponent checks every overlay that includes components/monitoring (prod
+// must): the monitors scrape each service on its real port, the rules select the jobs the
+// monitors create, and the interval-bound alerts follow the overlay's REFRESH_MINUTES.
+func TestMonitoringComponent(t *testing.T) {
+	for _, o := range []string{"dev", "prod"} {
+		r := overlay(t, o)
+		mons := all[monitoringv1.ServiceMonitor](r, "ServiceMonitor")
+		rules := all[monitoringv1.PrometheusRule](r, "PrometheusRule")
+		if o == "prod" && (len(mons) == 0 || len(rules) == 0) {
+			t.Fatalf("prod renders %d ServiceMonitor(s) and %d PrometheusRule(s): it must include %s", len(mons), len(rules), monitoringDir)
+		}
+		if len(mons) == 0 && len(rules) == 0 {
+			continue
+		}
+		t.Run(o, func(t *testing.T) {
+			jobs, errs := checkMonitors(r)
+			for _, err := range errs {
+				t.Error(err)
+			}
+			for _, s := range services {
+				if jobs[s.Name] != s.Name {
+					t.Errorf("%s: scraped as job %q; the rules and dashboards select job %q", s.Name, jobs[s.Name], s.Name)
+				}
+			}
+			interval, err := refreshInterval(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := map[string]bool{}
+			for _, pr := range rules {
+				for _, err := range checkRuleJobs(pr, jobs) {
+					t.Error(err)
+				}
+				for _, g := range pr.Spec.Groups {
+					for _, rule := range g.Rules {
+						check, ok := intervalRules[rule.Alert]
+						if !ok {
+							continue
+						}
+						found[rule.Alert] = true
+						f, err := analyze(rule.Expr.String())
+						if err == nil {
+							err = check(f, interval)
+						}
+						if err != nil {
+							t.Errorf("%s, with the collector's interval %v: %v", rule.Alert, interval, err)
+						}
+					}
+				}
+			}
+			for name := range intervalRules {
+				if !found[name] {
+					t.Errorf("no alert %s: intervalRules names an alert that is gone", name)
+				}
+			}
+		})
+	}
+}
+
+// TestMonitorChecksCanFail keeps the monitor and interval checks honest on a copy of prod:
+// a wrong port name, a selector matching nothing and another interval are all caught.
+func TestMonitorChecksCanFail(t *testing.T) {
+	prod := overlay(t, "prod")
+	mutate := func(f func(*monitoringv1.ServiceMonitor)) rendered {
+		out := slices.Clone(prod)
+		for i, o := range out {
+			if m, ok := o.Obj.(*monitoringv1.ServiceMonitor); ok && m.Name == "stats-svc" {
+				c := m.DeepCopy()
+				f(c)
+				out[i].Obj = c
+			}
+		}
+		return out
+	}
+	for name, r := range map[string]rendered{
+		"port":     mutate(func(m *monitoringv1.ServiceMonitor) { m.Spec.Endpoints[0].Port = "metrics" }),
+		"selector": mutate(func(m *monitoringv1.ServiceMonitor) { m.Spec.Selector.MatchLabels["app.kubernetes.io/name"] = "stats" }),
+		"path":     mutate(func(m *monitoringv1.ServiceMonitor) { m.Spec.Endpoints[0].Path = "/stats/metrics" }),
+		"job":      mutate(func(m *monitoringv1.ServiceMonitor) { m.Spec.JobLabel = "app" }),
+	} {
+		if _, errs := checkMonitors(r); len(errs) == 0 {
+			t.Errorf("%s: a broken ServiceMonitor passes", name)
+		}
+	}
+	if _, errs := checkMonitors(prod); len(errs) > 0 {
+		t.Fatalf("prod itself fails: %v", errs)
+	}
+
+	pr := readRules(t)
+	for _, g := range pr.Spec.Groups {
+		for _, rule := range g.Rules {
+			check, ok := intervalRules[rule.Alert]
+			if !ok {
+				continue
+			}
+			f, err := analyze(rule.Expr.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := check(f, 2*time.Minute); err == nil {
+				t.Errorf("%s: passes with a 2-minute interval although tuned for 10", rule.Alert)
+			}
+		}
+	}
+	if errs := checkRuleJobs(pr, map[string]string{"forum-svc": "forum-svc"}); len(errs) == 0 {
+		t.Error("rules selecting stats-svc and collector-svc pass with forum-svc scraped alone")
+	}
 }
