@@ -7,10 +7,9 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-)
 
-// Moscow is the calendar of the reports (contract: Europe/Moscow, UTC+3 all year).
-var Moscow = time.FixedZone("MSK", 3*3600)
+	"forumstats.local/shared/reports"
+)
 
 // ForumFixture describes the forum data the tests seed: the keys (fresh random secrets each
 // run) and the ids the bad-input corpus and the load targets use.
@@ -157,8 +156,8 @@ func (s StatsFixture) GuildID(n int) string {
 
 // Today is the Moscow date of Now.
 func (s StatsFixture) Today() time.Time {
-	y, m, d := s.Now.In(Moscow).Date()
-	return time.Date(y, m, d, 0, 0, 0, 0, Moscow)
+	y, m, d := s.Now.In(reports.Moscow).Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, reports.Moscow)
 }
 
 // ImportJSON is the import file (contract section 5) of the fixture: every report is "ok" and
@@ -207,7 +206,7 @@ func (s StatsFixture) ImportJSON() ([]byte, error) {
 			daily = append(daily, report{GuildID: gid, Date: day.Format("2006-01-02"), GeneratedAt: gen, Status: "ok", TotalMessages: total, Channels: ch})
 		}
 		for m := range 2 {
-			month := time.Date(today.Year(), today.Month()-time.Month(m), 1, 0, 0, 0, 0, Moscow)
+			month := time.Date(today.Year(), today.Month()-time.Month(m), 1, 0, 0, 0, 0, reports.Moscow)
 			ch, total := mkChannels(n, 1000+m, 30)
 			monthly = append(monthly, report{GuildID: gid, Month: month.Format("2006-01"), GeneratedAt: gen, Status: "ok", TotalMessages: total, Channels: ch})
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"forumstats.local/shared/reports"
 	"forumstats.local/tools/stack"
 )
 
@@ -176,7 +177,7 @@ func keysOf(m map[string]storedReport) []string {
 
 // finished tells whether a report's period is over (its counts can no longer change).
 func finished(s storedReport, now time.Time) bool {
-	today := now.In(stack.Moscow)
+	today := now.In(reports.Moscow)
 	if s.Kind == "daily" {
 		return s.Period < today.Format("2006-01-02")
 	}
@@ -241,12 +242,12 @@ func TestFaultCollectorKilledMidPass(t *testing.T) {
 			live++
 		}
 	}
-	today := now.In(stack.Moscow)
+	today := now.In(reports.Moscow)
 	yesterday := today.AddDate(0, 0, -1)
 	var missing []string
 	for _, g := range r.guilds {
 		for _, k := range []string{"daily " + g + " " + today.Format("2006-01-02"), "daily " + g + " " + yesterday.Format("2006-01-02"),
-			"monthly " + g + " " + today.Format("2006-01"), "monthly " + g + " " + time.Date(today.Year(), today.Month()-1, 1, 0, 0, 0, 0, stack.Moscow).Format("2006-01")} {
+			"monthly " + g + " " + today.Format("2006-01"), "monthly " + g + " " + time.Date(today.Year(), today.Month()-1, 1, 0, 0, 0, 0, reports.Moscow).Format("2006-01")} {
 			if s, ok := final[k]; !ok || s.Status != "ok" {
 				missing = append(missing, fmt.Sprintf("%s (%+v)", k, s))
 			}

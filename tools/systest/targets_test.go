@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"forumstats.local/shared/reports"
 	"forumstats.local/tools/loadgen"
 	"forumstats.local/tools/stack"
 )
@@ -24,7 +25,7 @@ func statsTargets(base string, fx stack.StatsFixture) []loadgen.Target {
 	}
 	today := fx.Today()
 	day := func(d int) string { return today.AddDate(0, 0, -d).Format("2006-01-02") }
-	prevMonth := time.Date(today.Year(), today.Month()-1, 1, 0, 0, 0, 0, stack.Moscow).Format("2006-01")
+	prevMonth := time.Date(today.Year(), today.Month()-1, 1, 0, 0, 0, 0, reports.Moscow).Format("2006-01")
 	ts := []loadgen.Target{
 		get("GET", "/api/chat-statistics"),
 		get("GET", "/api/chat-statistics?period=day"),
