@@ -12,6 +12,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -61,7 +62,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if *file == "" {
 			return fmt.Errorf("%s: --file is required", cmd)
 		}
-		return exchangeCmd(cmd, *file, stdout, stderr)
+		if cmd == "import" {
+			return importCmd(*file, stdout, stderr)
+		}
+		return exportCmd(*file, stdout, stderr)
 	case "fake-discord":
 		return fakeDiscordCmd(args, stderr)
 	case "help", "-h", "--help":
@@ -87,43 +91,39 @@ func noArgs(cmd string, args []string) error {
 	return nil
 }
 
-// setup is what every database command starts with: its configuration and a logger on stderr.
-func setup(load func() (app.Config, error), stderr io.Writer) (app.Config, *slog.Logger, error) {
+// withConfig runs a database command: its configuration, a logger on stderr and a context that
+// ends on SIGINT or SIGTERM.
+func withConfig(load func() (app.Config, error), stderr io.Writer, cmd func(context.Context, app.Config, *slog.Logger) error) error {
 	cfg, err := load()
 	if err != nil {
-		return cfg, nil, err
+		return err
 	}
 	log, err := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
-	return cfg, log, err
+	if err != nil {
+		return err
+	}
+	ctx, stop := server.SignalContext()
+	defer stop()
+	return cmd(ctx, cfg, log)
 }
 
 func collectCmd(cmd string, stdout, stderr io.Writer) error {
-	cfg, log, err := setup(app.LoadConfig, stderr)
-	if err != nil {
-		return err
-	}
-	ctx, stop := server.SignalContext()
-	defer stop()
-	if cmd == "serve" {
-		return app.Serve(ctx, cfg, log)
-	}
-	res, err := app.RunOnce(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "pass finished: %d servers, %d reports written in %s\n",
-		res.Servers, res.Written, res.Finish.Sub(res.Start).Round(time.Millisecond))
-	return nil
+	return withConfig(app.LoadConfig, stderr, func(ctx context.Context, cfg app.Config, log *slog.Logger) error {
+		if cmd == "serve" {
+			return app.Serve(ctx, cfg, log)
+		}
+		res, err := app.RunOnce(ctx, cfg, log)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "pass finished: %d servers, %d reports written in %s\n",
+			res.Servers, res.Written, res.Finish.Sub(res.Start).Round(time.Millisecond))
+		return nil
+	})
 }
 
-func exchangeCmd(cmd, path string, stdout, stderr io.Writer) error {
-	cfg, log, err := setup(app.LoadCommonConfig, stderr)
-	if err != nil {
-		return err
-	}
-	ctx, stop := server.SignalContext()
-	defer stop()
-	if cmd == "import" {
+func importCmd(path string, stdout, stderr io.Writer) error {
+	return withConfig(app.LoadCommonConfig, stderr, func(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 		st, err := app.Import(ctx, cfg, log, path)
 		if err != nil {
 			return err
@@ -134,14 +134,19 @@ func exchangeCmd(cmd, path string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "imported %s: %s, %d guilds, %d daily and %d monthly reports\n", path, catalogNote, st.Guilds, st.Daily, st.Monthly)
 		return nil
-	}
-	st, err := app.Export(ctx, cfg, log, path, stdout)
-	if err != nil || path == "-" {
-		return err
-	}
-	fmt.Fprintf(stdout, "exported %d servers, %d guilds, %d daily and %d monthly reports to %s\n",
-		st.Servers, st.Guilds, st.Daily, st.Monthly, path)
-	return nil
+	})
+}
+
+func exportCmd(path string, stdout, stderr io.Writer) error {
+	return withConfig(app.LoadCommonConfig, stderr, func(ctx context.Context, cfg app.Config, log *slog.Logger) error {
+		st, err := app.Export(ctx, cfg, log, path, stdout)
+		if err != nil || path == "-" {
+			return err
+		}
+		fmt.Fprintf(stdout, "exported %d servers, %d guilds, %d daily and %d monthly reports to %s\n",
+			st.Servers, st.Guilds, st.Daily, st.Monthly, path)
+		return nil
+	})
 }
 
 // fakeDiscordCmd parses the fake's flags over its demo options (Discord's limits and latency),

@@ -104,72 +104,63 @@ func TestClientWaitsAreNotFailures(t *testing.T) {
 	e.checkStored(t, e.guilds())
 }
 
-// TestClientIndexNeverReady: a search that keeps answering 202 fails its windows with
-// index_not_ready once the retries are spent; the other server is collected.
-func TestClientIndexNeverReady(t *testing.T) {
-	var notReady atomic.Value // the guild whose search is never ready
-	notReady.Store("")
-	e := newHTTPEnv(t, fakediscord.Options{Seed: 3, Guilds: 2}, func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if g := notReady.Load().(string); g != "" && strings.HasSuffix(r.URL.Path, g+"/messages/search") {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusAccepted)
-				_, _ = w.Write([]byte(`{"message":"Index not yet available. Try again later","code":110000,"retry_after":0.001}`))
-				return
+// TestClientServerFailures: when one server's requests of a route keep failing through every
+// retry of the client, that server's windows fail with the failure's code, stale with its
+// message, and the other server is collected: a search that keeps answering 202 (index not
+// ready), a channel list that keeps answering 503.
+func TestClientServerFailures(t *testing.T) {
+	tests := []struct {
+		name, route string
+		answer      http.HandlerFunc
+		code, msg   string
+	}{
+		{"index never ready", "/messages/search", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusAccepted)
+			_, _ = w.Write([]byte(`{"message":"Index not yet available. Try again later","code":110000,"retry_after":0.001}`))
+		}, CodeIndexNotReady, "Index not yet available"},
+		{"channel list unavailable", "/channels", func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, `{"message":"Service Unavailable","code":0}`, http.StatusServiceUnavailable)
+		}, CodeDiscordUnavailable, "503"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var broken atomic.Value // the guild whose route answers tt.answer; "" none
+			broken.Store("")
+			e := newHTTPEnv(t, fakediscord.Options{Seed: 3, Guilds: 2}, func(next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if g := broken.Load().(string); g != "" && strings.HasSuffix(r.URL.Path, g+tt.route) {
+						tt.answer(w, r)
+						return
+					}
+					next.ServeHTTP(w, r)
+				})
+			})
+			ctx := context.Background()
+			col := e.collector("")
+			if _, err := col.Pass(ctx); err != nil {
+				t.Fatal(err)
 			}
-			next.ServeHTTP(w, r)
-		})
-	})
-	ctx := context.Background()
-	col := e.collector("")
-	if _, err := col.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
-	gs := e.guilds()
-	notReady.Store(gs[1])
-	e.clock.Set(ts("2026-11-19T13:00:00Z"))
-	res, err := col.Pass(ctx)
-	if !errors.Is(err, ErrPassFailed) || len(res.Failures) != 4 || res.Written != 4 {
-		t.Fatalf("written %d, failures %+v, err %v", res.Written, res.Failures, err)
-	}
-	for _, f := range res.Failures {
-		if f.GuildID != gs[1] || f.Code != CodeIndexNotReady || !f.Stale {
-			t.Fatalf("failure %+v", f)
-		}
-	}
-	if r, _ := e.st.report(reports.KindDay, gs[0], "2026-11-19"); r.Status != reports.StatusOK {
-		t.Fatalf("the other server: %+v", r.Row)
-	}
-}
-
-// TestClientUnavailable: a guild whose listing answers 503 through every retry fails its
-// windows with discord_unavailable, stale with the error; the pass goes on.
-func TestClientUnavailable(t *testing.T) {
-	var down atomic.Value // the guild whose channel list is unavailable
-	down.Store("")
-	e := newHTTPEnv(t, fakediscord.Options{Seed: 3, Guilds: 2}, func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if g := down.Load().(string); g != "" && strings.HasSuffix(r.URL.Path, g+"/channels") {
-				http.Error(w, `{"message":"Service Unavailable","code":0}`, http.StatusServiceUnavailable)
-				return
+			gs := e.guilds()
+			broken.Store(gs[1])
+			e.clock.Set(ts("2026-11-19T13:00:00Z"))
+			res, err := col.Pass(ctx)
+			if !errors.Is(err, ErrPassFailed) || len(res.Failures) != 4 || res.Written != 4 {
+				t.Fatalf("written %d, failures %+v, err %v", res.Written, res.Failures, err)
 			}
-			next.ServeHTTP(w, r)
+			for _, f := range res.Failures {
+				if f.GuildID != gs[1] || f.Code != tt.code || !f.Stale {
+					t.Fatalf("failure %+v", f)
+				}
+			}
+			m, _ := e.st.report(reports.KindMonth, gs[1], "2026-11")
+			if m.Status != reports.StatusStale || *m.ErrorCode != tt.code || !strings.Contains(*m.ErrorMessage, tt.msg) {
+				t.Fatalf("month of the failing server %+v", m.Row)
+			}
+			if r, _ := e.st.report(reports.KindDay, gs[0], "2026-11-19"); r.Status != reports.StatusOK || !r.GeneratedAt.Equal(e.clock.Now()) {
+				t.Fatalf("the other server: %+v", r.Row)
+			}
 		})
-	})
-	ctx := context.Background()
-	col := e.collector("")
-	if _, err := col.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
-	gs := e.guilds()
-	down.Store(gs[0])
-	res, err := col.Pass(ctx)
-	if !errors.Is(err, ErrPassFailed) || len(res.Failures) != 4 || res.Written != 4 {
-		t.Fatalf("written %d, failures %+v, err %v", res.Written, res.Failures, err)
-	}
-	r, _ := e.st.report(reports.KindMonth, gs[0], "2026-11")
-	if r.Status != reports.StatusStale || *r.ErrorCode != CodeDiscordUnavailable || !strings.Contains(*r.ErrorMessage, "503") {
-		t.Fatalf("month of the unavailable server %+v", r.Row)
 	}
 }
 

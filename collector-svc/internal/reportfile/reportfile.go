@@ -366,22 +366,21 @@ func parseTime(s string) (time.Time, error) {
 
 func validDay(s string) error {
 	d, ok := reports.ParseDay(s)
-	if !ok {
-		return fmt.Errorf("must be a real day YYYY-MM-DD, got %q", s)
-	}
-	if !d.InLimits() {
-		return fmt.Errorf("%s is outside %s..%s", s, reports.MinDay, reports.MaxDay)
-	}
-	return nil
+	return validPeriod(s, ok, d.InLimits(), "a real day YYYY-MM-DD", reports.MinDay.String(), reports.MaxDay.String())
 }
 
 func validMonth(s string) error {
 	m, ok := reports.ParseMonth(s)
-	if !ok {
-		return fmt.Errorf("must be a month YYYY-MM, got %q", s)
-	}
-	if !m.InLimits() {
-		return fmt.Errorf("%s is outside %s..%s", s, reports.MinMonth, reports.MaxMonth)
+	return validPeriod(s, ok, m.InLimits(), "a month YYYY-MM", reports.MinMonth.String(), reports.MaxMonth.String())
+}
+
+// validPeriod says why the period s is refused: not parsed as what, or outside lo..hi.
+func validPeriod(s string, parsed, inLimits bool, what, lo, hi string) error {
+	switch {
+	case !parsed:
+		return fmt.Errorf("must be %s, got %q", what, s)
+	case !inLimits:
+		return fmt.Errorf("%s is outside %s..%s", s, lo, hi)
 	}
 	return nil
 }

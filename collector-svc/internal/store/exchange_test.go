@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -212,4 +213,30 @@ func TestImportKeepsCatalogWhenAbsent(t *testing.T) {
 	if cat, _ := s.Catalog(ctx); len(cat) != 0 {
 		t.Fatalf("an empty catalog did not replace the stored one: %v", cat)
 	}
+}
+
+// TestImportInBatches: more reports and channel rows than one INSERT takes are all written, and
+// importing them again replaces each report's channels rather than adding to them.
+func TestImportInBatches(t *testing.T) {
+	both(t, func(t *testing.T, gdb *gorm.DB) {
+		ctx := context.Background()
+		s := New(gdb, nil, nil)
+		day := reports.Day{Year: 2024, Month: time.January, Day: 1}
+		f := &reportfile.File{}
+		for i := range batchSize + 100 {
+			f.Daily = append(f.Daily, reportfile.Report{GuildID: "1", Period: day.AddDays(i).String(), GeneratedAt: at,
+				Status: reports.StatusOK, TotalMessages: 3, Channels: []reportfile.Channel{{ID: "10", Name: "a", Messages: 1}, {ID: "11", Name: "b", Messages: 2}}})
+		}
+		for range 2 {
+			if _, err := s.Import(ctx, f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var reps, chans int64
+		gdb.Model(&reports.DailyReport{}).Count(&reps)
+		gdb.Model(&reports.DailyChannelCount{}).Count(&chans)
+		if reps != int64(len(f.Daily)) || chans != 2*reps {
+			t.Fatalf("%d reports and %d channel rows, want %d and %d", reps, chans, len(f.Daily), 2*len(f.Daily))
+		}
+	})
 }

@@ -200,11 +200,10 @@ func writeReports(tx *gorm.DB, kind reports.Kind, rs []reports.Row, channels []r
 		return nil
 	}
 	t := kind.Tables()
-	reportRows, channelRows := models(kind, rs, channels)
-	err := tx.Clauses(clause.OnConflict{
+	err := tx.Table(t.Reports).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "guild_id"}, {Name: t.Period}},
 		DoUpdates: clause.AssignmentColumns([]string{"generated_at", "status", "error_code", "error_message", "total_messages"}),
-	}).CreateInBatches(reportRows, batchSize).Error
+	}).CreateInBatches(reportValues(t.Period, rs), batchSize).Error
 	if err != nil {
 		return fmt.Errorf("write %s: %w", t.Reports, err)
 	}
@@ -225,35 +224,30 @@ func writeReports(tx *gorm.DB, kind reports.Kind, rs []reports.Row, channels []r
 		}
 	}
 	if len(channels) > 0 {
-		if err := tx.CreateInBatches(channelRows, batchSize).Error; err != nil {
+		if err := tx.Table(t.Channels).CreateInBatches(channelValues(t.Period, channels), batchSize).Error; err != nil {
 			return fmt.Errorf("write %s: %w", t.Channels, err)
 		}
 	}
 	return nil
 }
 
-// models converts to the GORM models of kind, which name the period column day or month.
-func models(kind reports.Kind, rs []reports.Row, channels []reports.ChannelRow) (reportRows, channelRows any) {
-	if kind == reports.KindMonth {
-		reps, chans := make([]reports.MonthlyReport, len(rs)), make([]reports.MonthlyChannelCount, len(channels))
-		for i, r := range rs {
-			reps[i] = reports.MonthlyReport{GuildID: r.GuildID, Month: r.Period, GeneratedAt: r.GeneratedAt, Status: r.Status,
-				ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, TotalMessages: r.TotalMessages}
-		}
-		for i, c := range channels {
-			chans[i] = reports.MonthlyChannelCount{GuildID: c.GuildID, Month: c.Period, ChannelID: c.ChannelID, Name: c.Name, Messages: c.Messages}
-		}
-		return reps, chans
-	}
-	reps, chans := make([]reports.DailyReport, len(rs)), make([]reports.DailyChannelCount, len(channels))
+// reportValues and channelValues are the rows by column name: the period column is day or
+// month (Tables().Period), so one code path writes both kinds.
+func reportValues(period string, rs []reports.Row) []map[string]any {
+	out := make([]map[string]any, len(rs))
 	for i, r := range rs {
-		reps[i] = reports.DailyReport{GuildID: r.GuildID, Day: r.Period, GeneratedAt: r.GeneratedAt, Status: r.Status,
-			ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, TotalMessages: r.TotalMessages}
+		out[i] = map[string]any{"guild_id": r.GuildID, period: r.Period, "generated_at": r.GeneratedAt, "status": r.Status,
+			"error_code": r.ErrorCode, "error_message": r.ErrorMessage, "total_messages": r.TotalMessages}
 	}
-	for i, c := range channels {
-		chans[i] = reports.DailyChannelCount{GuildID: c.GuildID, Day: c.Period, ChannelID: c.ChannelID, Name: c.Name, Messages: c.Messages}
+	return out
+}
+
+func channelValues(period string, cs []reports.ChannelRow) []map[string]any {
+	out := make([]map[string]any, len(cs))
+	for i, c := range cs {
+		out[i] = map[string]any{"guild_id": c.GuildID, period: c.Period, "channel_id": c.ChannelID, "name": c.Name, "messages": c.Messages}
 	}
-	return reps, chans
+	return out
 }
 
 // MarkStale records that the refresh of an existing report failed: its counts and generatedAt

@@ -25,6 +25,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -65,7 +66,7 @@ var dbNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 func parseFlags() (options, error) {
 	var o options
-	flag.StringVar(&o.adminURL, "admin-url", envOr("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+	flag.StringVar(&o.adminURL, "admin-url", cmp.Or(os.Getenv("BENCH_POSTGRES_URL"), "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		"PostgreSQL URL of a database from which to create the bench database (env BENCH_POSTGRES_URL)")
 	flag.StringVar(&o.dbName, "db", fmt.Sprintf("collector_bench_%d", os.Getpid()), "name of the bench database (created, then dropped)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the bench database afterwards")
@@ -115,11 +116,4 @@ func run(o options) error {
 	r := report(passes, v, o)
 	r.Print(os.Stdout)
 	return r.Err()
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
 }
