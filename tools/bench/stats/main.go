@@ -1,0 +1,106 @@
+// Command stats measures stats-svc against its performance targets (README.md, Performance) on a
+// PostgreSQL database filled with 100 servers × 50 channels × 400 days of daily reports (2 M
+// channel rows) plus monthly reports:
+//
+//  1. cold cache: the median of -cold all-servers 31-day range requests, each a different window,
+//     so that each misses the in-process cache and Redis and is composed from the database, is at
+//     most 100 ms;
+//  2. warm cache: stats-svc's requests/s are at least 60 % of those of a bare Echo handler
+//     writing the same bytes (the ceiling), measured side by side in alternating slices with the
+//     same clients.
+//
+// It treats the service as a black box (setup.go): it builds stats-svc, creates the database
+// (dropped at the end unless -keep), applies the migrations with `stats-svc migrate`, fills it
+// with plain SQL and starts `stats-svc serve`, with a private redis-server as its shared cache
+// unless -redis=false. It measures over HTTP (measure.go), prints the figures (report.go) and
+// exits 1 when a target is missed.
+//
+//	go run ./tools/bench/stats [-admin-url URL] [-redis=false] [-duration 5s]
+//
+// The ceiling runs as a process of its own too: this command started again as
+// `stats bare ADDR PATH FILE` serves FILE's bytes at PATH with a bare Echo.
+package main
+
+import (
+	"cmp"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"regexp"
+	"syscall"
+	"time"
+)
+
+// options are the command's flags.
+type options struct {
+	adminURL    string
+	dbName      string
+	redis       bool
+	servers     int
+	channels    int
+	days        int
+	cold        int
+	duration    time.Duration
+	concurrency int
+	keep        bool
+}
+
+func main() {
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == bareCommand {
+		err = serveBare(os.Args[2:])
+	} else {
+		var o options
+		if o, err = parseFlags(); err == nil {
+			err = run(o)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stats-bench:", err)
+		os.Exit(1)
+	}
+}
+
+var dbNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+func parseFlags() (options, error) {
+	var o options
+	flag.StringVar(&o.adminURL, "admin-url", cmp.Or(os.Getenv("BENCH_POSTGRES_URL"), "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+		"PostgreSQL URL of a database from which to create the bench database (env BENCH_POSTGRES_URL)")
+	flag.StringVar(&o.dbName, "db", "stats_bench", "name of the bench database (created, then dropped)")
+	flag.BoolVar(&o.redis, "redis", true, "give the service a private redis-server as its shared cache (false: in-process cache only)")
+	flag.IntVar(&o.servers, "servers", 100, "servers")
+	flag.IntVar(&o.channels, "channels", 50, "channels per server")
+	flag.IntVar(&o.days, "days", 400, "days of daily reports, ending today")
+	flag.IntVar(&o.cold, "cold", 21, "cold requests (median reported)")
+	flag.DurationVar(&o.duration, "duration", 5*time.Second, "duration of each side of a throughput run")
+	flag.IntVar(&o.concurrency, "concurrency", 8, "concurrent keep-alive clients")
+	flag.BoolVar(&o.keep, "keep", false, "keep the bench database afterwards")
+	flag.Parse()
+	if o.servers <= 0 || o.channels <= 0 || o.days < 31+o.cold || o.cold <= 0 || o.concurrency <= 0 || o.duration < time.Second {
+		return o, fmt.Errorf("-servers, -channels, -cold and -concurrency must be positive, -days at least 31 + cold, -duration at least 1s")
+	}
+	if !dbNameRE.MatchString(o.dbName) {
+		return o, fmt.Errorf("-db %q: want lower-case letters, digits and _", o.dbName)
+	}
+	return o, nil
+}
+
+func run(o options) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	env, err := setup(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer env.close()
+	res, err := measure(ctx, env, o)
+	if err != nil {
+		return err
+	}
+	r := report(env, res, o)
+	r.Print(os.Stdout)
+	return r.Err()
+}

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"forumstats.local/tools/stack"
+)
+
+const statsPath = "/api/chat-statistics"
+
+// results are the measured figures.
+type results struct {
+	cold      []time.Duration // in request order
+	coldBytes int             // size of a cold answer
+	warm      []warmRun
+}
+
+// warmRun is one warm-cache throughput comparison.
+type warmRun struct {
+	label     string
+	target    string
+	bytes     int
+	real      float64 // stats-svc, requests/s
+	bare      float64 // the bare Echo ceiling, requests/s
+	slices    int
+	sliceTime time.Duration
+}
+
+func measure(ctx context.Context, e *benchEnv, o options) (results, error) {
+	var r results
+	client := newClient(o.concurrency)
+	if err := measureCold(ctx, client, e, o, &r); err != nil {
+		return r, err
+	}
+	from, to := e.today.AddDays(-30), e.today
+	for _, t := range []struct{ label, target string }{
+		{"all servers, 31-day range", statsPath + "?period=range&from=" + from.String() + "&to=" + to.String()},
+		{"one server, one day", statsPath + "?period=day&server=1"},
+	} {
+		w, err := measureWarm(ctx, client, e.svc.URL, t.target, o)
+		if err != nil {
+			return r, err
+		}
+		w.label = t.label
+		r.warm = append(r.warm, w)
+	}
+	return r, nil
+}
+
+// measureCold times all-servers 31-day ranges, each ending a day earlier than the one before: a
+// new key each, so that the in-process cache and Redis miss and the database answers.
+func measureCold(ctx context.Context, client *http.Client, e *benchEnv, o options, r *results) error {
+	for i := range o.cold {
+		end := e.today.AddDays(-i)
+		target := fmt.Sprintf("%s%s?period=range&from=%s&to=%s", e.svc.URL, statsPath, end.AddDays(-30), end)
+		t0 := time.Now()
+		n, err := get(ctx, client, target)
+		if err != nil {
+			return err
+		}
+		r.cold = append(r.cold, time.Since(t0))
+		r.coldBytes = n
+	}
+	return nil
+}
+
+// measureWarm compares stats-svc with a bare Echo process writing the same bytes: both warmed,
+// then alternate slices of a second each for o.duration, so that a burst of load from elsewhere on
+// the machine hits both alike.
+func measureWarm(ctx context.Context, client *http.Client, svcURL, target string, o options) (warmRun, error) {
+	w := warmRun{target: target, slices: max(1, int(o.duration/time.Second))}
+	w.sliceTime = o.duration / time.Duration(w.slices)
+	body, err := fetch(ctx, client, svcURL+target)
+	if err != nil {
+		return w, err
+	}
+	w.bytes = len(body)
+	bare, err := startBare(target, body)
+	if err != nil {
+		return w, err
+	}
+	defer bare.Stop(5 * time.Second)
+	bareURL, realURL := bare.URL+target, svcURL+target
+	for _, u := range []string{bareURL, realURL} {
+		if _, err := throughput(ctx, client, u, o.concurrency, 300*time.Millisecond); err != nil {
+			return w, err
+		}
+	}
+	for range w.slices {
+		n, err := throughput(ctx, client, bareURL, o.concurrency, w.sliceTime)
+		if err != nil {
+			return w, err
+		}
+		w.bare += n / float64(w.slices)
+		if n, err = throughput(ctx, client, realURL, o.concurrency, w.sliceTime); err != nil {
+			return w, err
+		}
+		w.real += n / float64(w.slices)
+	}
+	return w, nil
+}
+
+// bareCommand is the argument that makes this program the ceiling: `stats bare ADDR PATH FILE`.
+const bareCommand = "bare"
+
+// startBare runs this program again as the ceiling, serving body at target's path.
+func startBare(target string, body []byte) (*stack.Service, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	file, err := stack.WriteTemp("", "stats-bench-body-*.json", body)
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(file) // read at start, before the server answers
+	addr, err := stack.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	path, _, _ := strings.Cut(target, "?")
+	p, err := stack.StartProc("bare-echo", self, nil, bareCommand, addr, path, file)
+	if err != nil {
+		return nil, err
+	}
+	s := &stack.Service{Proc: p, Addr: addr, URL: "http://" + addr}
+	if err := stack.WaitHTTP(s.URL+target, http.StatusOK, 30*time.Second, p); err != nil {
+		p.Kill()
+		return nil, err
+	}
+	return s, nil
+}
+
+// serveBare is the ceiling: a bare Echo writing FILE's bytes at PATH on ADDR, until terminated.
+func serveBare(args []string) error {
+	if len(args) != 3 {
+		return fmt.Errorf("usage: %s ADDR PATH FILE", bareCommand)
+	}
+	addr, path, file := args[0], args[1], args[2]
+	body, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.GET(path, func(c echo.Context) error { return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body) })
+	return e.Start(addr)
+}
+
+func newClient(conns int) *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		MaxIdleConns: conns * 2, MaxIdleConnsPerHost: conns * 2, IdleConnTimeout: time.Minute, DisableCompression: true,
+	}}
+}
+
+// get requests target and reads the body away; it returns the body's size.
+func get(ctx context.Context, c *http.Client, target string) (int, error) {
+	n, err := do(ctx, c, target, io.Discard)
+	return int(n), err
+}
+
+// fetch requests target and returns the body.
+func fetch(ctx context.Context, c *http.Client, target string) ([]byte, error) {
+	var b bytes.Buffer
+	_, err := do(ctx, c, target, &b)
+	return b.Bytes(), err
+}
+
+// do requests target and copies the body to w; an answer other than 200 is an error.
+func do(ctx context.Context, c *http.Client, target string, w io.Writer) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return 0, err
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	n, err := io.Copy(w, res.Body)
+	if err == nil && res.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: status %d", target, res.StatusCode)
+	}
+	return n, err
+}
+
+// throughput runs conns keep-alive clients in a loop for d; requests/s.
+func throughput(ctx context.Context, c *http.Client, target string, conns int, d time.Duration) (float64, error) {
+	var n atomic.Int64
+	var firstErr error
+	var once sync.Once
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range conns {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				if _, err := get(ctx, c, target); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+				n.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return 0, firstErr
+	}
+	if n.Load() == 0 {
+		return 0, errors.New("no request completed")
+	}
+	return float64(n.Load()) / time.Since(start).Seconds(), nil
+}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"time"
+
+	"forumstats.local/tools/bench"
+)
+
+// The targets (README.md, Performance).
+const (
+	maxColdMedian = 100 * time.Millisecond // all servers, 31-day range, cold cache
+	minWarmRatio  = 0.60                   // stats-svc requests/s ÷ the bare Echo's
+)
+
+// report turns the results into the figures, each beside its target.
+func report(e *benchEnv, r results, o options) *bench.Report {
+	fmt.Printf("\nmachine: %d CPUs; Redis: %v\n", runtime.NumCPU(), e.redis)
+	fmt.Printf("data: %d servers × %d channels × %d days = %d daily channel rows, plus monthly reports; loaded in %.1f s\n",
+		o.servers, o.channels, o.days, e.rows, e.loaded.Seconds())
+	fmt.Printf("cold: %d all-servers 31-day ranges, each ending a day earlier (a new key each); %d-byte answer\n", len(r.cold), r.coldBytes)
+	for _, w := range r.warm {
+		fmt.Printf("warm, %s: %s, %d bytes; %d clients, %d alternating slices of %v per side\n",
+			w.label, w.target, w.bytes, o.concurrency, w.slices, w.sliceTime)
+	}
+
+	rep := &bench.Report{Title: "stats-svc"}
+	sorted := slices.Clone(r.cold)
+	slices.Sort(sorted)
+	median := sorted[len(sorted)/2]
+	rep.Add("cold, all servers, 31-day range: median", ms(median), "≤ "+ms(maxColdMedian), median <= maxColdMedian)
+	rep.Add("cold: p90", ms(sorted[len(sorted)*9/10]), "", true)
+	rep.Add("cold: min, max", ms(sorted[0])+", "+ms(sorted[len(sorted)-1]), "", true)
+	rep.Add("cold: first request", ms(r.cold[0]), "", true)
+	for _, w := range r.warm {
+		rep.Add("warm, "+w.label+": requests/s", fmt.Sprintf("stats-svc %.0f", w.real), fmt.Sprintf("bare Echo %.0f", w.bare), true)
+		ratio := w.real / w.bare
+		rep.Add("warm, "+w.label+": stats-svc/bare Echo", fmt.Sprintf("%.0f %%", 100*ratio),
+			fmt.Sprintf("≥ %.0f %%", 100*minWarmRatio), ratio >= minWarmRatio)
+	}
+	return rep
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }

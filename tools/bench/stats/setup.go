@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+
+	"forumstats.local/shared/reports"
+	"forumstats.local/shared/testutil"
+	"forumstats.local/tools/stack"
+)
+
+// benchEnv is stats-svc serving a filled database.
+type benchEnv struct {
+	svc      *stack.Service
+	redis    bool
+	today    reports.Day // the last day of the data
+	rows     int64       // daily channel rows
+	loaded   time.Duration
+	cleanups []func() // run in reverse order by close
+}
+
+func (e *benchEnv) close() {
+	for i := len(e.cleanups) - 1; i >= 0; i-- {
+		e.cleanups[i]()
+	}
+}
+
+// setup builds stats-svc, creates the database, migrates it with `stats-svc migrate`, fills it
+// with plain SQL and starts `stats-svc serve` on it.
+func setup(ctx context.Context, o options) (_ *benchEnv, err error) {
+	e := &benchEnv{today: reports.DayOf(time.Now()), redis: o.redis}
+	defer func() {
+		if err != nil {
+			e.close()
+		}
+	}()
+	dir, err := stack.TempDir("stats-bench")
+	if err != nil {
+		return nil, err
+	}
+	e.cleanups = append(e.cleanups, func() { _ = os.RemoveAll(dir) })
+	bins, err := stack.Build(ctx, dir, stack.Stats)
+	if err != nil {
+		return nil, err
+	}
+	bin := bins[stack.Stats]
+	dbURL, drop, err := testutil.CreateDatabase(ctx, o.adminURL, o.dbName, "")
+	if err != nil {
+		return nil, err
+	}
+	if !o.keep {
+		e.cleanups = append(e.cleanups, drop)
+	}
+	env := []string{"DATABASE_URL=" + dbURL}
+	if out, err := stack.Run(ctx, 2*time.Minute, bin, env, "migrate"); err != nil {
+		return nil, fmt.Errorf("stats-svc migrate: %w\n%s", err, out)
+	}
+	start := time.Now()
+	if e.rows, err = fill(ctx, dbURL, o, e.today); err != nil {
+		return nil, fmt.Errorf("fill: %w", err)
+	}
+	e.loaded = time.Since(start)
+
+	if o.redis {
+		// A private server: the service's cache keys depend only on the database URL and the
+		// data generation, which repeat from one run to the next, so a shared Redis would serve
+		// the cold requests from an earlier run.
+		rs, err := stack.NewRedis(ctx)
+		if err != nil {
+			return nil, err
+		}
+		e.cleanups = append(e.cleanups, rs.Close)
+		env = append(env, "REDIS_URL="+rs.URL())
+	}
+	// Request logs (Info) are off, as a log shipper would take them off the service's hands;
+	// writing them into the bench's pipe would measure the bench's reading.
+	e.svc, err = stack.StartService(stack.Stats, bin, append(env, "LOG_LEVEL=warn"))
+	if err != nil {
+		return nil, err
+	}
+	e.cleanups = append(e.cleanups, func() { e.svc.Stop(10 * time.Second) })
+	return e, nil
+}
+
+// fill loads the data in SQL (generate_series), never row by row from Go, and returns the number
+// of daily channel rows. Counts are deterministic: messages(g, c, d) = (g*31 + c*17 + d*7) % 100.
+func fill(ctx context.Context, dbURL string, o options, today reports.Day) (int64, error) {
+	pool, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		return 0, err
+	}
+	defer pool.Close()
+	// One session: the SET statements below hold for the whole load.
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	restore, err := dropKeys(ctx, conn, "daily_channel_counts", "monthly_channel_counts")
+	if err != nil {
+		return 0, err
+	}
+	stmts := append(fillStatements(o, today), restore...)
+	stmts = append(stmts,
+		"UPDATE collector_state SET generation = generation + 1, pass_finished_at = now(), last_good_pass_at = now() WHERE id = 1",
+		// As autovacuum would: statistics, and the visibility map for index-only scans.
+		"VACUUM ANALYZE",
+	)
+	for _, s := range stmts {
+		var args []any
+		if strings.Contains(s, "$1") {
+			args = append(args, reports.Timezone)
+		}
+		if _, err := conn.ExecContext(ctx, s, args...); err != nil {
+			return 0, fmt.Errorf("%.60s...: %w", strings.TrimSpace(s), err)
+		}
+	}
+	var rows int64
+	err = conn.QueryRowContext(ctx, "SELECT count(*) FROM daily_channel_counts").Scan(&rows)
+	return rows, err
+}
+
+// fillStatements write the catalog, the guilds, the daily reports of the o.days days ending today
+// and the monthly reports of their months. $1 is the reports' time zone: a finished day's report
+// was generated at its end, Moscow midnight.
+func fillStatements(o options, today reports.Day) []string {
+	first := today.AddDays(-(o.days - 1))
+	firstMonth := first.MonthOf()
+	months := 0
+	for m := firstMonth; m != today.MonthOf().AddMonths(1); m = m.AddMonths(1) {
+		months++
+	}
+	return []string{
+		"SET synchronous_commit = off",
+		"SET maintenance_work_mem = '256MB'",
+		fmt.Sprintf(`INSERT INTO catalog_servers (number, name, guild_id)
+			SELECT g, 'Server ' || g, (100000000000000000 + g)::text FROM generate_series(1, %d) g`, o.servers),
+		fmt.Sprintf(`INSERT INTO guilds (guild_id, icon, banner, banner_known, metadata_at)
+			SELECT (100000000000000000 + g)::text, CASE WHEN g %% 2 = 0 THEN 'a_' ELSE '' END || md5(g::text),
+			       CASE WHEN g %% 3 = 0 THEN NULL ELSE md5('b' || g) END, g %% 5 <> 0, now()
+			FROM generate_series(1, %d) g`, o.servers),
+		fmt.Sprintf(`INSERT INTO daily_reports (guild_id, day, generated_at, status, total_messages)
+			SELECT (100000000000000000 + g)::text, to_char(DATE '%s' + d, 'YYYY-MM-DD'),
+			       LEAST(now(), (DATE '%s' + d + 1)::timestamp AT TIME ZONE $1::text), 'ok',
+			       (SELECT sum((g * 31 + c * 17 + d * 7) %% 100) FROM generate_series(1, %d) c)
+			FROM generate_series(1, %d) g, generate_series(0, %d) d`, first, first, o.channels, o.servers, o.days-1),
+		fmt.Sprintf(`INSERT INTO daily_channel_counts (guild_id, day, channel_id, name, messages)
+			SELECT (100000000000000000 + g)::text, to_char(DATE '%s' + d, 'YYYY-MM-DD'), (200000000000000000 + g * 1000 + c)::text,
+			       'channel-' || c, (g * 31 + c * 17 + d * 7) %% 100
+			FROM generate_series(1, %d) g, generate_series(0, %d) d, generate_series(1, %d) c`, first, o.servers, o.days-1, o.channels),
+		fmt.Sprintf(`INSERT INTO monthly_reports (guild_id, month, generated_at, status, total_messages)
+			SELECT (100000000000000000 + g)::text, to_char(DATE '%s' + make_interval(months => m), 'YYYY-MM'), now(), 'ok', g * 1000 + m
+			FROM generate_series(1, %d) g, generate_series(0, %d) m`, firstMonth.First(), o.servers, months-1),
+		fmt.Sprintf(`INSERT INTO monthly_channel_counts (guild_id, month, channel_id, name, messages)
+			SELECT (100000000000000000 + g)::text, to_char(DATE '%s' + make_interval(months => m), 'YYYY-MM'),
+			       (200000000000000000 + g * 1000 + c)::text, 'channel-' || c, g + c + m
+			FROM generate_series(1, %d) g, generate_series(0, %d) m, generate_series(1, %d) c`, firstMonth.First(), o.servers, months-1, o.channels),
+	}
+}
+
+// dropKeys takes the tables' keys and indexes off, for bulk loading is far faster without
+// per-row index and foreign key upkeep, and returns the statements that put them back. Their
+// definitions are read back from the catalog, so they stay exactly the migrations'.
+func dropKeys(ctx context.Context, conn *sql.Conn, tables ...string) ([]string, error) {
+	var drop, restore []string
+	for _, table := range tables {
+		// Constraints: p(rimary) before f(oreign), restored in this order, dropped in the reverse.
+		cons, err := queryPairs(ctx, conn, `SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint
+			WHERE conrelid = $1::regclass ORDER BY contype DESC`, table)
+		if err != nil {
+			return nil, err
+		}
+		for i := range cons {
+			c := cons[len(cons)-1-i]
+			drop = append(drop, fmt.Sprintf(`ALTER TABLE %s DROP CONSTRAINT %q`, table, c[0]))
+			restore = append(restore, fmt.Sprintf(`ALTER TABLE %s ADD CONSTRAINT %q %s`, table, cons[i][0], cons[i][1]))
+		}
+		indexes, err := queryPairs(ctx, conn, `SELECT indexname, indexdef FROM pg_indexes WHERE tablename = $1 AND indexname NOT IN
+			(SELECT conname FROM pg_constraint WHERE conrelid = $2::regclass)`, table, table)
+		if err != nil {
+			return nil, err
+		}
+		for _, ix := range indexes {
+			drop = append(drop, fmt.Sprintf(`DROP INDEX %q`, ix[0]))
+			restore = append(restore, ix[1])
+		}
+	}
+	for _, s := range drop {
+		if _, err := conn.ExecContext(ctx, s); err != nil {
+			return nil, fmt.Errorf("%s: %w", s, err)
+		}
+	}
+	return restore, nil
+}
+
+// queryPairs returns the rows of a query of two text columns.
+func queryPairs(ctx context.Context, conn *sql.Conn, query string, args ...any) ([][2]string, error) {
+	rows, err := conn.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out [][2]string
+	for rows.Next() {
+		var p [2]string
+		if err := rows.Scan(&p[0], &p[1]); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
