@@ -1,0 +1,136 @@
+// Package migratetest builds both migration trees of a component, for the tests that compare
+// them. It lives apart from migrate because it needs testutil, which needs migrate.
+package migratetest
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"gorm.io/gorm"
+
+	"forumstats.local/shared/migrate"
+	"forumstats.local/shared/testutil"
+)
+
+// Databases applies set's PostgreSQL tree to a new database on the test server and its SQLite
+// tree to a new file, and returns both; they are closed and dropped when the test ends.
+func Databases(t testing.TB, set migrate.Set) (pg, lite *gorm.DB) {
+	t.Helper()
+	pg = testutil.OpenDB(t, testutil.NewDatabase(t, set))
+	lite = testutil.OpenDB(t, "sqlite:"+filepath.Join(t.TempDir(), set.Component+".db"))
+	if _, err := migrate.Up(context.Background(), lite, set); err != nil {
+		t.Fatalf("sqlite migrations: %v", err)
+	}
+	return pg, lite
+}
+
+// CompareTrees builds both trees of set and fails t with every difference between their schemas
+// (see migrate.Compare); it returns the two databases for further checks.
+func CompareTrees(t testing.TB, set migrate.Set, eq migrate.Equivalents) (pg, lite *gorm.DB) {
+	t.Helper()
+	pg, lite = Databases(t, set)
+	ctx := context.Background()
+	pgSchema, err := migrate.Inspect(ctx, pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	liteSchema, err := migrate.Inspect(ctx, lite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pgSchema.Tables) == 0 {
+		t.Fatalf("%s: the postgres tree built no table", set.Component)
+	}
+	if diffs := migrate.Compare(pgSchema, liteSchema, eq); len(diffs) > 0 {
+		t.Errorf("the %s migration trees differ:\n  %s", set.Component, strings.Join(diffs, "\n  "))
+	}
+	return pg, lite
+}
+
+// SQLiteUpgrade applies set's SQLite migrations up to version through to a new file, lets fill
+// write rows in every table as a database of that version holds them, applies the remaining migrations, and
+// fails t unless they applied and every table holds the same rows as before. It returns the
+// upgraded database.
+func SQLiteUpgrade(t testing.TB, set migrate.Set, through int, fill func(*gorm.DB)) *gorm.DB {
+	t.Helper()
+	ctx := context.Background()
+	lite := testutil.OpenDB(t, "sqlite:"+filepath.Join(t.TempDir(), set.Component+".db"))
+	old, err := prefix(set, "sqlite", through)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrate.Up(ctx, lite, old); err != nil {
+		t.Fatalf("migrations through %d: %v", through, err)
+	}
+	fill(lite)
+	before := rows(t, lite)
+	for table, rs := range before {
+		if len(rs) == 0 {
+			t.Fatalf("fill left %s empty: the upgrade would not be shown to keep its rows", table)
+		}
+	}
+	applied, err := migrate.Up(ctx, lite, set)
+	if err != nil || len(applied) == 0 {
+		t.Fatalf("migrations after %d: applied %v, %v", through, applied, err)
+	}
+	after := rows(t, lite)
+	for table, want := range before {
+		if got := after[table]; !slices.Equal(got, want) {
+			t.Errorf("%s after %v:\n got %q\nwant %q", table, applied, got, want)
+		}
+	}
+	return lite
+}
+
+// prefix is set with only the migrations of dialect numbered up to through.
+func prefix(set migrate.Set, dialect string, through int) (migrate.Set, error) {
+	entries, err := fs.ReadDir(set.FS, dialect)
+	if err != nil {
+		return set, err
+	}
+	files := fstest.MapFS{}
+	for _, e := range entries {
+		version, _, _ := strings.Cut(e.Name(), "_")
+		if n, err := strconv.Atoi(version); err != nil || n > through {
+			continue
+		}
+		name := path.Join(dialect, e.Name())
+		body, err := fs.ReadFile(set.FS, name)
+		if err != nil {
+			return set, err
+		}
+		files[name] = &fstest.MapFile{Data: body}
+	}
+	return migrate.Set{Component: set.Component, FS: files}, nil
+}
+
+// rows reads every table of a SQLite database as sorted printed rows, by table name.
+func rows(t testing.TB, lite *gorm.DB) map[string][]string {
+	t.Helper()
+	var tables []string
+	if err := lite.Raw(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'
+		AND name <> 'schema_migrations'`).Scan(&tables).Error; err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, table := range tables {
+		var rs []map[string]any
+		if err := lite.Table(table).Find(&rs).Error; err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			out[table] = append(out[table], fmt.Sprint(r)) // fmt prints a map's keys sorted
+		}
+		sort.Strings(out[table])
+	}
+	return out
+}
