@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"forumstats.local/shared/testutil"
 )
 
 // Postgres is a private PostgreSQL server: its own data directory and port, run as a child
@@ -165,17 +167,11 @@ func (pg *Postgres) URL(db string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", pg.Port, db)
 }
 
-// CreateDatabase creates database name and returns its URL.
+// CreateDatabase creates database name (replacing a leftover of that name) and returns its URL.
+// The database lives as long as the server: Close removes the whole cluster.
 func (pg *Postgres) CreateDatabase(ctx context.Context, name string) (string, error) {
-	conn, err := pgx.Connect(ctx, pg.URL("postgres"))
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return "", fmt.Errorf("create database %s: %w", name, err)
-	}
-	return pg.URL(name), nil
+	url, _, err := testutil.CreateDatabase(ctx, pg.URL("postgres"), name, "")
+	return url, err
 }
 
 // Connect opens a connection to database db.
