@@ -129,8 +129,9 @@ var grafanaBuiltins = map[string]string{
 	"__range": "6h", "__range_s": "21600", "__range_ms": "21600000",
 }
 
-// grafanaVarRef matches $name, ${name}, ${name:format} and [[name]].
-var grafanaVarRef = regexp.MustCompile(`\$\{(\w+)(?::[^}]*)?\}|\[\[(\w+)(?::[^\]]*)?\]\]|\$(\w+)`)
+// grafanaVarRef matches $name, ${name}, ${name:format} and [[name]]; $1 of a label_replace
+// is no variable.
+var grafanaVarRef = regexp.MustCompile(`\$\{([A-Za-z_]\w*)(?::[^}]*)?\}|\[\[([A-Za-z_]\w*)(?::[^\]]*)?\]\]|\$([A-Za-z_]\w*)`)
 
 // expand substitutes the dashboard's variables as Grafana would before sending a query: a
 // built-in by its usual value, a variable by its current value, or by a placeholder when it
@@ -481,6 +482,7 @@ func TestDashboardChecksCanFail(t *testing.T) {
 		{`sum(rate(http_requests_total{job=~"$job"}[$__rate_interval]))`, true},
 		{`sum(rate(http_requests_total{job=~"${job:regex}"}[$__rate_interval]))`, true},
 		{`sum(rate(http_requests_total{job=~"$jb"}[5m]))`, false},
+		{`label_replace(http_requests_total{job=~"$job"}, "svc", "$1", "job", "(.*)")`, true},
 		{`sum(rate({job="forum-svc"}[5m]))`, false},
 		{`sum(rate(http_requests_total[5m])`, false},
 	} {
