@@ -5,30 +5,23 @@ import (
 	"testing"
 )
 
+// reportsLike is one table as each dialect states it when the trees agree.
 func reportsLike() (Schema, Schema) {
-	pg := Schema{Dialect: "postgres", Tables: map[string]Table{"r": {
-		Columns: []Column{
-			{Name: "id", Type: "bigint", NotNull: true},
-			{Name: "day", Type: "text", NotNull: true},
-			{Name: "at", Type: "timestamp with time zone"},
-		},
-		PrimaryKey:  []string{"id"},
-		Uniques:     []string{"day, at"},
-		ForeignKeys: []string{"(id) REFERENCES p (id) ON UPDATE NO ACTION ON DELETE CASCADE"},
-		Checks:      []string{"day ~ '^[0-9]$'", "id > 0"},
-	}}}
-	lite := Schema{Dialect: "sqlite", Tables: map[string]Table{"r": {
-		Columns: []Column{
-			{Name: "id", Type: "INTEGER", NotNull: true},
-			{Name: "day", Type: "TEXT", NotNull: true},
-			{Name: "at", Type: "DATETIME"},
-		},
-		PrimaryKey:  []string{"id"},
-		Uniques:     []string{"day, at"},
-		ForeignKeys: []string{"(id) REFERENCES p (id) ON UPDATE NO ACTION ON DELETE CASCADE"},
-		Checks:      []string{"day GLOB '[0-9]'", "id > 0"},
-	}}}
-	return pg, lite
+	table := func(types [3]string, dayCheck string) map[string]Table {
+		return map[string]Table{"r": {
+			Columns: []Column{
+				{Name: "id", Type: types[0], NotNull: true},
+				{Name: "day", Type: types[1], NotNull: true},
+				{Name: "at", Type: types[2]},
+			},
+			PrimaryKey:  []string{"id"},
+			Uniques:     []string{"day, at"},
+			ForeignKeys: []string{"(id) REFERENCES p (id) ON UPDATE NO ACTION ON DELETE CASCADE"},
+			Checks:      []string{dayCheck, "id > 0"},
+		}}
+	}
+	return Schema{Dialect: "postgres", Tables: table([3]string{"bigint", "text", "timestamp with time zone"}, "day ~ '^[0-9]$'")},
+		Schema{Dialect: "sqlite", Tables: table([3]string{"INTEGER", "TEXT", "DATETIME"}, "day GLOB '[0-9]'")}
 }
 
 var dayGlob = Equivalents{`(day ~ '^[0-9]$'::text)`: `day GLOB '[0-9]'`}

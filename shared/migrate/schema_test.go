@@ -13,41 +13,34 @@ import (
 	"forumstats.local/shared/migrate/migratetest"
 )
 
-// fixture has each thing Inspect states, written the way each dialect must write it.
+// fixture has each thing Inspect states, written the way each dialect must write it; children is
+// the same in both.
 var fixture = migrate.Set{Component: "fixture", FS: fstest.MapFS{
 	"postgres/0001_fixture.sql": {Data: []byte(`
 		CREATE TABLE parents (
 			id   BIGINT PRIMARY KEY CHECK (id > 0),
 			code TEXT   NOT NULL UNIQUE CHECK (code ~ '^[a-z]+$'),
 			at   TIMESTAMPTZ
-		);
-		CREATE TABLE children (
-			parent_id BIGINT  NOT NULL REFERENCES parents ON DELETE CASCADE,
-			name      TEXT    NOT NULL,
-			rank      INTEGER NOT NULL DEFAULT 1,
-			flag      BOOLEAN,
-			PRIMARY KEY (parent_id, name),
-			CHECK (rank BETWEEN 1 AND 9 OR flag IS NULL)
-		);
-		CREATE UNIQUE INDEX children_rank ON children (rank, parent_id);
-		CREATE INDEX children_name ON children (name);`)},
+		);` + fixtureChildren)},
 	"sqlite/0001_fixture.sql": {Data: []byte(`
 		CREATE TABLE parents (
 			id   INTEGER PRIMARY KEY CHECK (id > 0), -- the rowid: never NULL
 			code TEXT    NOT NULL UNIQUE CHECK (code NOT GLOB '*[^a-z]*' AND code <> ''),
 			at   DATETIME
-		);
-		CREATE TABLE children (
-			parent_id BIGINT  NOT NULL REFERENCES parents ON DELETE CASCADE,
-			name      TEXT    NOT NULL,
-			rank      INTEGER NOT NULL DEFAULT 1,
-			flag      BOOLEAN,
-			PRIMARY KEY (parent_id, name),
-			CHECK (rank BETWEEN 1 AND 9 OR flag IS NULL)
-		);
-		CREATE UNIQUE INDEX children_rank ON children (rank, parent_id);
-		CREATE INDEX children_name ON children (name);`)},
+		);` + fixtureChildren)},
 }}
+
+const fixtureChildren = `
+	CREATE TABLE children (
+		parent_id BIGINT  NOT NULL REFERENCES parents ON DELETE CASCADE,
+		name      TEXT    NOT NULL,
+		rank      INTEGER NOT NULL DEFAULT 1,
+		flag      BOOLEAN,
+		PRIMARY KEY (parent_id, name),
+		CHECK (rank BETWEEN 1 AND 9 OR flag IS NULL)
+	);
+	CREATE UNIQUE INDEX children_rank ON children (rank, parent_id);
+	CREATE INDEX children_name ON children (name);`
 
 func TestInspectStatesBothDialects(t *testing.T) {
 	pg, lite := migratetest.Databases(t, fixture)
