@@ -66,13 +66,16 @@ func RefreshedAt(now time.Time) Refreshed {
 	}
 }
 
-// Has reports whether the period label of kind is refreshed.
+// Has reports whether the period label of kind is refreshed. It parses the label rather than
+// printing the periods: readers ask it for every report they compose, and it allocates nothing.
 func (r Refreshed) Has(kind Kind, label string) bool {
 	switch kind {
 	case KindDay:
-		return label == r.Days[0].String() || label == r.Days[1].String()
+		d, ok := ParseDay(label)
+		return ok && (d == r.Days[0] || d == r.Days[1])
 	case KindMonth:
-		return label == r.Months[0].String() || label == r.Months[1].String()
+		m, ok := ParseMonth(label)
+		return ok && (m == r.Months[0] || m == r.Months[1])
 	}
 	return false
 }
