@@ -95,8 +95,11 @@ func pgChecks(gdb *gorm.DB, tables map[string]Table) error {
 	}
 	for _, r := range rows {
 		checks, err := checksOf(r.Def, 0)
-		if err != nil || len(checks) != 1 {
-			return fmt.Errorf("%s.%s: %q: want one CHECK (%v)", r.Table, r.Name, r.Def, err)
+		if err == nil && len(checks) != 1 {
+			err = fmt.Errorf("%d CHECKs", len(checks))
+		}
+		if err != nil {
+			return fmt.Errorf("%s.%s: %q: %w", r.Table, r.Name, r.Def, err)
 		}
 		update(tables, r.Table, func(t *Table) { t.Checks = append(t.Checks, checks[0]) })
 	}

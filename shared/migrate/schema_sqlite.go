@@ -14,7 +14,6 @@ func inspectSQLite(gdb *gorm.DB, tables map[string]Table) error {
 	if err != nil {
 		return err
 	}
-	// Read each table completely before the next query: a SQLite pool has one connection.
 	for _, r := range rows {
 		t, err := sqliteTable(gdb, r.Name, r.SQL)
 		if err != nil {
@@ -22,7 +21,8 @@ func inspectSQLite(gdb *gorm.DB, tables map[string]Table) error {
 		}
 		tables[r.Name] = t
 	}
-	// Second pass: a foreign key written without its columns refers to the parent's primary key.
+	// Foreign keys once every table is read: one written without its columns refers to the
+	// parent's primary key.
 	for _, r := range rows {
 		fks, err := sqliteForeignKeys(gdb, r.Name, tables)
 		if err != nil {
