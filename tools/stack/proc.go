@@ -15,9 +15,10 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"forumstats.local/shared/testutil"
 )
 
 // Proc is a child process whose output is kept.
@@ -29,24 +30,8 @@ type Proc struct {
 	err  error // of Wait, once done is closed
 }
 
-// Buffer is an io.Writer safe for concurrent use that keeps everything written.
-type Buffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *Buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String returns everything written so far.
-func (b *Buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// Buffer keeps a process's output; it is testutil.Buffer, safe for concurrent writers.
+type Buffer = testutil.Buffer
 
 // StartProc starts bin with args and extra environment (on top of a minimal base, so the
 // tests do not inherit a developer's DATABASE_URL). Stdout and stderr go to one Buffer. The

@@ -53,41 +53,35 @@ func WriteTemp(dir, pattern string, data []byte) (string, error) {
 // SeedForum creates a database on pg, loads the fixture with `forum-svc seed` and returns the
 // database URL.
 func SeedForum(ctx context.Context, pg *Postgres, bin, dbName, dir string, fx ForumFixture) (string, error) {
-	url, err := pg.CreateDatabase(ctx, dbName)
-	if err != nil {
-		return "", err
-	}
 	data, err := fx.SeedJSON()
 	if err != nil {
 		return "", err
 	}
-	file, err := WriteTemp(dir, "forum-seed-*.json", data)
-	if err != nil {
-		return "", err
-	}
-	if out, err := Run(ctx, 2*time.Minute, bin, []string{"DATABASE_URL=" + url}, "seed", "--file", file); err != nil {
-		return "", fmt.Errorf("forum-svc seed: %w\n%s", err, out)
-	}
-	return url, nil
+	return loadDatabase(ctx, pg, dbName, dir, data, bin, "seed")
 }
 
 // ImportStats creates a database on pg, loads the fixture with `collector-svc import` and
 // returns the database URL.
 func ImportStats(ctx context.Context, pg *Postgres, collectorBin, dbName, dir string, fx StatsFixture) (string, error) {
-	url, err := pg.CreateDatabase(ctx, dbName)
-	if err != nil {
-		return "", err
-	}
 	data, err := fx.ImportJSON()
 	if err != nil {
 		return "", err
 	}
-	file, err := WriteTemp(dir, "stats-import-*.json", data)
+	return loadDatabase(ctx, pg, dbName, dir, data, collectorBin, "import")
+}
+
+// loadDatabase creates database dbName on pg and loads data into it with `bin command --file F`.
+func loadDatabase(ctx context.Context, pg *Postgres, dbName, dir string, data []byte, bin, command string) (string, error) {
+	url, err := pg.CreateDatabase(ctx, dbName)
 	if err != nil {
 		return "", err
 	}
-	if out, err := Run(ctx, 2*time.Minute, collectorBin, []string{"DATABASE_URL=" + url}, "import", "--file", file); err != nil {
-		return "", fmt.Errorf("collector-svc import: %w\n%s", err, out)
+	file, err := WriteTemp(dir, command+"-*.json", data)
+	if err != nil {
+		return "", err
+	}
+	if out, err := Run(ctx, 2*time.Minute, bin, []string{"DATABASE_URL=" + url}, command, "--file", file); err != nil {
+		return "", fmt.Errorf("%s %s: %w\n%s", filepath.Base(bin), command, err, out)
 	}
 	return url, nil
 }
