@@ -30,15 +30,9 @@ import (
 
 const localPostgres = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
-var postgresSource = &source{
-	kind:  "PostgreSQL",
-	env:   "TEST_POSTGRES_URL",
-	local: localPostgres,
+var postgresSource = &source{kind: "PostgreSQL", env: "TEST_POSTGRES_URL", local: localPostgres, ping: pingPostgres, container: postgresContainer,
 	hint: "set TEST_POSTGRES_URL=postgres://user@host:port/db, or run a server on 127.0.0.1:5432 " +
-		"(user postgres, trust auth), or make a Docker engine available for testcontainers",
-	ping:      pingPostgres,
-	container: postgresContainer,
-}
+		"(user postgres, trust auth), or make a Docker engine available for testcontainers"}
 
 // PostgresURL returns the URL of an administrative database on a PostgreSQL server that tests
 // may create databases on.

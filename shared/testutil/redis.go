@@ -11,15 +11,9 @@ import (
 
 const localRedis = "redis://127.0.0.1:6379/0"
 
-var redisSource = &source{
-	kind:  "Redis",
-	env:   "TEST_REDIS_URL",
-	local: localRedis,
+var redisSource = &source{kind: "Redis", env: "TEST_REDIS_URL", local: localRedis, ping: pingRedis, container: redisContainer,
 	hint: "set TEST_REDIS_URL=redis://host:port/db, or run redis-server on 127.0.0.1:6379, " +
-		"or make a Docker engine available for testcontainers",
-	ping:      pingRedis,
-	container: redisContainer,
-}
+		"or make a Docker engine available for testcontainers"}
 
 // RedisURL returns the URL of a Redis server for tests. Packages share it: use a unique key
 // prefix per test.
