@@ -163,6 +163,7 @@ func fakeDiscordCmd(args []string, stderr io.Writer) error {
 	fs.StringVar(&o.Token, "token", "", "require Authorization: Bot <token> (default: none)")
 	fs.Float64Var(&o.RateLimit, "rate-limit", o.RateLimit, "global limit in requests per second (0: none)")
 	fs.IntVar(&o.BucketLimit, "bucket-limit", o.BucketLimit, "per-route limit per server and second (0: none)")
+	fs.IntVar(&o.SearchBucketLimit, "search-bucket-limit", o.SearchBucketLimit, "the search's own limit per server and second (0: as --bucket-limit)")
 	fs.DurationVar(&o.Latency, "latency", o.Latency, "latency added before every answer")
 	fs.DurationVar(&o.IndexWarmup, "index-warmup", o.IndexWarmup, "the first search of each server answers 202 (index not ready) with this retry_after (0: never)")
 	frozenAt := fs.String("frozen-at", "", "RFC 3339 instant after which no message exists (default: now, moving)")

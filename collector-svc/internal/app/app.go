@@ -55,12 +55,13 @@ func collector(cfg Config, b *backend, log *slog.Logger) (*collect.Collector, *l
 	if c.Token == "" {
 		log.Warn("DISCORD_TOKEN is empty: requests go without authorization (only a fake Discord accepts that)")
 	}
-	client := discord.New(discord.Config{BaseURL: c.APIBase, Token: c.Token, GlobalRate: float64(c.GlobalRate), Logger: log})
+	client := discord.New(discord.Config{BaseURL: c.APIBase, Token: c.Token, GlobalRate: float64(c.MaxRPS), Logger: log})
 	col := collect.New(collect.Config{
 		Discord:        client,
 		Store:          b.store(log),
 		CatalogFile:    c.CatalogFile,
 		RefreshMinutes: c.RefreshMinutes,
+		MaxRPS:         float64(c.MaxRPS),
 		Logger:         log,
 	})
 	lk, err := lock.New(b.db, cfg.DatabaseURL, min(c.Interval, 5*time.Second), log)

@@ -32,9 +32,10 @@ type Collector struct {
 	Token       string // DISCORD_TOKEN; "" sends no Authorization (only a fake Discord accepts that)
 	APIBase     string // DISCORD_API_BASE
 	CatalogFile string // CATALOG_FILE; "" keeps the stored catalog
-	// GlobalRate is DISCORD_GLOBAL_RATE, the client's requests per second over all routes: Discord's
-	// 50 by default; a test or benchmark against the fake may raise it with the fake's limit.
-	GlobalRate     int
+	// MaxRPS is DISCORD_MAX_RPS, the client's cap in requests per second over all routes:
+	// Discord's global 50 by default; lower shares the bot's budget with other work. Higher is only
+	// for a fake with a higher limit (the benchmark's short runs).
+	MaxRPS         int
 	RefreshMinutes int           // REFRESH_MINUTES, recorded for stats-svc
 	Interval       time.Duration // REFRESH_INTERVAL, the pause between passes (default REFRESH_MINUTES)
 }
@@ -68,11 +69,11 @@ func loadCollector() (Collector, error) {
 		return c, fmt.Errorf("DISCORD_API_BASE: %q is not an http(s) URL", c.APIBase)
 	}
 	var err error
-	if c.GlobalRate, err = config.Int("DISCORD_GLOBAL_RATE", discord.DefaultGlobalRate); err != nil {
+	if c.MaxRPS, err = config.Int("DISCORD_MAX_RPS", discord.DefaultGlobalRate); err != nil {
 		return c, err
 	}
-	if c.GlobalRate <= 0 {
-		return c, fmt.Errorf("DISCORD_GLOBAL_RATE: must be a positive number of requests per second, got %d", c.GlobalRate)
+	if c.MaxRPS <= 0 {
+		return c, fmt.Errorf("DISCORD_MAX_RPS: must be a positive number of requests per second, got %d", c.MaxRPS)
 	}
 	if c.RefreshMinutes, err = config.Int("REFRESH_MINUTES", 10); err != nil {
 		return c, err

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"forumstats.local/collector-svc/internal/catalog"
@@ -45,6 +46,9 @@ type Store interface {
 	// SaveReport writes a whole report: r replaces the stored one, channels (all of r's guild
 	// and period) replace its channels.
 	SaveReport(ctx context.Context, kind reports.Kind, r reports.Row, channels []reports.ChannelRow) error
+	// Report returns the stored report of kind for the guild and period with its channels;
+	// found false when there is none.
+	Report(ctx context.Context, kind reports.Kind, guildID, period string) (r reports.Row, channels []reports.ChannelRow, found bool, err error)
 	// MarkStale marks an existing report stale with the error, keeping its counts; it reports
 	// whether one existed (a report never collected stays missing).
 	MarkStale(ctx context.Context, kind reports.Kind, guildID, period, code, message string) (bool, error)
@@ -59,23 +63,48 @@ type Config struct {
 	CatalogFile string
 	// RefreshMinutes is recorded at every pass for stats-svc.
 	RefreshMinutes int
-	// Concurrency is how many servers are collected at once (default 4): the client's global
-	// rate limit is the real throttle, this only keeps several per-guild buckets busy.
+	// Concurrency is how many servers are collected at once (default 32) and PerServer how many
+	// requests each keeps waiting or in flight (default 32): enough that the client's scheduler
+	// always has a request whose bucket has a permit, so that only its global cap binds, whatever
+	// the answers' latency; the client, not these, keeps to Discord's limits.
 	Concurrency int
-	Now         func() time.Time // default time.Now
-	Logger      *slog.Logger
+	PerServer   int
+	// MaxRPS is the client's cap (DISCORD_MAX_RPS, default 50): a pass's expected time is its
+	// requests ÷ MaxRPS.
+	MaxRPS float64
+	Now    func() time.Time // default time.Now
+	Logger *slog.Logger
 }
 
 // Collector runs passes.
 type Collector struct {
 	cfg Config
 	log *slog.Logger
+
+	mu        sync.Mutex
+	forbidden map[string]forbiddenMark // channel id → its last 403
 }
+
+// forbiddenMark remembers a channel that answered 403, with its permission overwrites then.
+type forbiddenMark struct {
+	at         time.Time
+	overwrites string
+}
+
+// forbiddenFor is how long a channel that answered 403 is not asked again (unless its
+// permission overwrites change): invalid requests count towards Discord's 10,000 in 10 minutes.
+const forbiddenFor = 24 * time.Hour
 
 // New returns a Collector for cfg.
 func New(cfg Config) *Collector {
 	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 4
+		cfg.Concurrency = 32
+	}
+	if cfg.PerServer <= 0 {
+		cfg.PerServer = 32
+	}
+	if cfg.MaxRPS <= 0 {
+		cfg.MaxRPS = discord.DefaultGlobalRate
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -86,7 +115,7 @@ func New(cfg Config) *Collector {
 	if cfg.RefreshMinutes <= 0 {
 		cfg.RefreshMinutes = 10
 	}
-	return &Collector{cfg: cfg, log: cfg.Logger}
+	return &Collector{cfg: cfg, log: cfg.Logger, forbidden: map[string]forbiddenMark{}}
 }
 
 // ErrPassFailed is wrapped by the error of a pass that did not refresh everything.
@@ -97,6 +126,8 @@ type Result struct {
 	Start, Finish time.Time
 	Servers       int
 	Written       int       // reports written whole
+	Requests      int64     // Discord calls made (each may be several attempts)
+	Reused        int       // closed windows whose unchanged total kept the stored channel counts
 	Failures      []Failure // windows (or steps) that failed, in no particular order
 }
 
@@ -120,9 +151,10 @@ func (c *Collector) Pass(ctx context.Context) (Result, error) {
 	if err := c.cfg.Store.RecordPassStart(ctx, start, c.cfg.RefreshMinutes); err != nil {
 		return res, err
 	}
-	r := &run{c: c, res: &res, windows: reports.ForPass(start)}
+	r := &run{c: c, res: &res, start: start, windows: reports.ForPass(start)}
 	err := r.do(ctx)
 	res.Finish = c.cfg.Now()
+	res.Requests = r.requests.Load()
 	if err == nil && len(res.Failures) > 0 {
 		err = summarize(res.Failures)
 	}
@@ -137,6 +169,16 @@ func (c *Collector) Pass(ctx context.Context) (Result, error) {
 	}
 	duration := res.Finish.Sub(start)
 	metricPassDuration.Observe(duration.Seconds())
+	// The least time the cap allows for the requests the pass made: when it exceeds the pause
+	// between passes, the budget is short (today and the current month went first).
+	expected := time.Duration(float64(res.Requests) / c.cfg.MaxRPS * float64(time.Second))
+	metricPassExpected.Set(expected.Seconds())
+	metricPassActual.Set(duration.Seconds())
+	metricPassRequests.Set(float64(res.Requests))
+	budget := time.Duration(c.cfg.RefreshMinutes) * time.Minute
+	c.log.Info("pass time", "requests", res.Requests, "max_rps", c.cfg.MaxRPS, "expected", expected.Round(time.Millisecond).String(),
+		"actual", duration.Round(time.Millisecond).String(), "budget", budget.String(), "budget_short", expected > budget,
+		"reused_closed_windows", res.Reused)
 	if err != nil && ctx.Err() != nil {
 		metricPasses.WithLabelValues("interrupted").Inc()
 		c.log.Info("pass interrupted", "servers", res.Servers, "written", res.Written, "duration", duration.String())
@@ -186,14 +228,30 @@ func (c *Collector) SyncCatalogFile(ctx context.Context) error {
 
 // run is the state of one pass.
 type run struct {
-	c       *Collector
-	res     *Result
-	windows []reports.Window
+	c        *Collector
+	res      *Result
+	start    time.Time
+	windows  []reports.Window
+	requests atomic.Int64
 
 	mu      sync.Mutex
 	aborted error // the 401 that stopped the pass
 }
 
+// server is one catalog server during a pass.
+type server struct {
+	catalog.Entry
+	log      *slog.Logger
+	ready    bool              // its guild and channel list were read
+	channels []discord.Channel // message-bearing
+	later    []reports.Window  // its closed windows, counted after every server's open ones
+	done     map[string]bool   // windows written or failed, by label
+}
+
+// do collects every server in two rounds, freshness first: the guild, its channels and the open
+// windows (today, the current month) of every server, then the closed windows (yesterday, the
+// previous month, backfill days). When the pass outlasts its budget, what readers look at most
+// is already fresh; otherwise the order costs only the tail of the first round.
 func (r *run) do(ctx context.Context) error {
 	if err := r.c.SyncCatalogFile(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -202,18 +260,46 @@ func (r *run) do(ctx context.Context) error {
 		// The catalog stored at the last good read stands; the pass still collects it.
 		r.fail(Failure{Code: "catalog_error", Message: err.Error()})
 	}
-	servers, err := r.c.cfg.Store.Catalog(ctx)
+	entries, err := r.c.cfg.Store.Catalog(ctx)
 	if err != nil {
 		return err
 	}
-	r.res.Servers = len(servers)
+	r.res.Servers = len(entries)
+	servers := make([]*server, len(entries))
+	for i, e := range entries {
+		servers[i] = &server{Entry: e, log: r.c.log.With("guild_id", e.GuildID, "number", e.Number), done: map[string]bool{}}
+	}
 
 	// Discord calls stop at once on a 401; writes (stale marks) still go through on ctx.
 	discordCtx, stopDiscord := context.WithCancel(ctx)
 	defer stopDiscord()
+	r.each(ctx, servers, func(s *server) { r.open(ctx, discordCtx, stopDiscord, s) })
+	r.each(ctx, servers, func(s *server) {
+		for _, w := range s.later {
+			r.collect(ctx, discordCtx, stopDiscord, s, w)
+		}
+	})
+	if ctx.Err() != nil {
+		return ctx.Err() // shutdown: nothing failed, the pass just stops
+	}
+	if err := r.abortErr(); err != nil {
+		// A 401 stopped the pass: every regular window not refreshed is stale.
+		for _, s := range servers {
+			for _, w := range r.regular() {
+				if !s.done[w.Label] {
+					r.failWindow(ctx, s.log, s.GuildID, w, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// each runs fn for every server, Concurrency at once, until ctx ends.
+func (r *run) each(ctx context.Context, servers []*server, fn func(*server)) {
 	sem := make(chan struct{}, r.c.cfg.Concurrency)
 	var wg sync.WaitGroup
-	for _, srv := range servers {
+	for _, s := range servers {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -221,14 +307,12 @@ func (r *run) do(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			r.server(ctx, discordCtx, stopDiscord, srv)
-		}()
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(s)
+		})
 	}
 	wg.Wait()
-	return ctx.Err()
 }
 
 func (r *run) fail(f Failure) {
@@ -243,64 +327,80 @@ func (r *run) abortErr() error {
 	return r.aborted
 }
 
-// server collects one server: metadata, channels, then each window.
-func (r *run) server(ctx, dctx context.Context, stopDiscord context.CancelFunc, srv catalog.Entry) {
-	log := r.c.log.With("guild_id", srv.GuildID, "number", srv.Number)
+// open reads the server's metadata and channels, counts its open windows and plans its closed
+// ones.
+func (r *run) open(ctx, dctx context.Context, stopDiscord context.CancelFunc, s *server) {
 	d, st := r.c.cfg.Discord, r.c.cfg.Store
-
-	windows := r.regular()
-	// failAll marks every window of the server stale with err's code; backfill days are
-	// missing by definition, so only the regular windows can be marked.
+	// failAll marks every regular window of the server stale with err's code; backfill days
+	// are missing by definition, so only the regular windows can be marked.
 	failAll := func(err error) {
-		for _, w := range windows {
-			r.failWindow(ctx, log, srv.GuildID, w, err)
+		for _, w := range r.regular() {
+			s.done[w.Label] = true
+			r.failWindow(ctx, s.log, s.GuildID, w, err)
 		}
 	}
-	if err := r.abortErr(); err != nil {
-		failAll(err)
-		return
+	if r.abortErr() != nil {
+		return // marked at the end of the pass
 	}
-	g, err := d.Guild(dctx, srv.GuildID)
+	r.requests.Add(1)
+	g, err := d.Guild(dctx, s.GuildID)
 	if err != nil {
-		failAll(r.discordErr(ctx, err, stopDiscord))
+		if err = r.discordErr(ctx, err, stopDiscord); ctx.Err() == nil {
+			failAll(err)
+		}
 		return
 	}
-	if err := st.SaveGuild(ctx, srv.GuildID, g.Icon, g.Banner, r.c.cfg.Now()); err != nil {
-		log.Error("cannot save guild metadata", "err", err)
-		r.fail(Failure{GuildID: srv.GuildID, Code: CodeStoreError, Message: "could not save guild metadata"})
+	if err := st.SaveGuild(ctx, s.GuildID, g.Icon, g.Banner, r.c.cfg.Now()); err != nil {
+		s.log.Error("cannot save guild metadata", "err", err)
+		r.fail(Failure{GuildID: s.GuildID, Code: CodeStoreError, Message: "could not save guild metadata"})
 	}
-	all, err := d.Channels(dctx, srv.GuildID)
+	r.requests.Add(1)
+	all, err := d.Channels(dctx, s.GuildID)
 	if err != nil {
-		failAll(r.discordErr(ctx, err, stopDiscord))
+		if err = r.discordErr(ctx, err, stopDiscord); ctx.Err() == nil {
+			failAll(err)
+		}
 		return
 	}
-	var channels []discord.Channel
 	for _, ch := range all {
 		if discord.MessageBearing(ch.Type) {
-			channels = append(channels, ch)
+			s.channels = append(s.channels, ch)
 		}
 	}
-	backfill, err := r.backfill(ctx, srv.GuildID)
+	s.ready = true
+	backfill, err := r.backfill(ctx, s.GuildID)
 	if err != nil {
-		log.Error("cannot read which days are missing; not backfilling", "err", err)
+		s.log.Error("cannot read which days are missing; not backfilling", "err", err)
 	}
-	windows = append(windows, backfill...)
-	for i, w := range windows {
-		if err := r.window(ctx, dctx, srv.GuildID, channels, w); err != nil {
-			err = r.discordErr(ctx, err, stopDiscord)
-			if ctx.Err() != nil {
-				return // shutdown: nothing failed, the pass just stops
-			}
-			if errors.Is(err, discord.ErrUnauthorized) {
-				for _, rest := range windows[i:] {
-					r.failWindow(ctx, log, srv.GuildID, rest, err)
-				}
-				return
-			}
-			r.failWindow(ctx, log, srv.GuildID, w, err)
+	for _, w := range r.regular() {
+		if r.closed(w) {
+			s.later = append(s.later, w)
+			continue
 		}
+		r.collect(ctx, dctx, stopDiscord, s, w)
 	}
-	log.Debug("server collected", "channels", len(channels), "windows", len(windows))
+	s.later = append(s.later, backfill...)
+}
+
+// closed tells whether nothing can be added to w any more: it ended before the pass started.
+func (r *run) closed(w reports.Window) bool { return !w.To.After(r.start) }
+
+// collect counts one window of the server and writes it, or records its failure.
+func (r *run) collect(ctx, dctx context.Context, stopDiscord context.CancelFunc, s *server, w reports.Window) {
+	if !s.ready || ctx.Err() != nil || r.abortErr() != nil {
+		return
+	}
+	err := r.window(ctx, dctx, s, w)
+	if err == nil {
+		s.done[w.Label] = true
+		return
+	}
+	err = r.discordErr(ctx, err, stopDiscord)
+	if ctx.Err() != nil {
+		return // shutdown: nothing failed, the pass just stops
+	}
+	s.done[w.Label] = true
+	r.failWindow(ctx, s.log, s.GuildID, w, err)
 }
 
 // discordErr records a 401 as the pass's abort and stops all Discord calls; an error caused by
@@ -357,34 +457,45 @@ func (r *run) backfill(ctx context.Context, guildID string) ([]reports.Window, e
 	return out, nil
 }
 
-// window counts one window and writes its report whole.
-func (r *run) window(ctx, dctx context.Context, guildID string, channels []discord.Channel, w reports.Window) error {
-	d := r.c.cfg.Discord
-	total, err := d.CountMessages(dctx, guildID, "", w.From, w.To)
+// window counts one window and writes its report whole. The server total comes first; the
+// channels need no request when it is 0, nor when the window is closed and the total is the one
+// of the stored report (nothing can be added to a closed window, and a deletion changes the
+// total): the stored channel counts are then still true.
+func (r *run) window(ctx, dctx context.Context, s *server, w reports.Window) error {
+	r.requests.Add(1)
+	total, err := r.c.cfg.Discord.CountMessages(dctx, s.GuildID, "", w.From, w.To)
 	if err != nil {
 		return err
 	}
-	row := reports.Row{GuildID: guildID, Period: w.Label, Status: reports.StatusOK, TotalMessages: total}
-	counts := make([]reports.ChannelRow, 0, len(channels))
-	for _, ch := range channels {
-		// A channel created after the window had no message in it: no request needed.
-		if !createdBefore(ch.ID, w.To) {
-			continue
+	row := reports.Row{GuildID: s.GuildID, Period: w.Label, Status: reports.StatusOK, TotalMessages: total}
+	var asked []discord.Channel
+	for _, ch := range s.channels {
+		// A channel created after the window had no message in it, and one that answered 403
+		// lately is still closed to us: no request.
+		if createdBefore(ch.ID, w.To) && !r.c.isForbidden(ch, r.start) {
+			asked = append(asked, ch)
 		}
-		n, err := d.CountMessages(dctx, guildID, ch.ID, w.From, w.To)
-		if errors.Is(err, discord.ErrForbidden) || errors.Is(err, discord.ErrNotFound) {
-			// No access to this channel (or it was deleted since the listing): skip it.
-			r.c.log.Debug("channel skipped", "guild_id", guildID, "channel_id", ch.ID, "err", err)
-			continue
+	}
+	var counts []reports.ChannelRow
+	switch stored, ok := r.stored(ctx, s, w, total); {
+	case total == 0:
+		counts = make([]reports.ChannelRow, 0, len(asked))
+		for _, ch := range asked {
+			counts = append(counts, reports.ChannelRow{GuildID: s.GuildID, Period: w.Label, ChannelID: ch.ID, Name: ch.Name})
 		}
-		if err != nil {
+	case ok:
+		counts = stored
+		r.mu.Lock()
+		r.res.Reused++
+		r.mu.Unlock()
+	default:
+		if counts, err = r.channels(dctx, s, w, asked); err != nil {
 			return err
 		}
-		counts = append(counts, reports.ChannelRow{GuildID: guildID, Period: w.Label, ChannelID: ch.ID, Name: ch.Name, Messages: n})
 	}
 	row.GeneratedAt = r.c.cfg.Now()
 	if err := r.c.cfg.Store.SaveReport(ctx, w.Kind, row, counts); err != nil {
-		r.c.log.Error("cannot write report", "guild_id", guildID, "kind", w.Kind.String(), "period", w.Label, "err", err)
+		s.log.Error("cannot write report", "kind", w.Kind.String(), "period", w.Label, "err", err)
 		return errStore
 	}
 	metricReports.WithLabelValues(w.Kind.String(), "ok").Inc()
@@ -392,6 +503,116 @@ func (r *run) window(ctx, dctx context.Context, guildID string, channels []disco
 	r.res.Written++
 	r.mu.Unlock()
 	return nil
+}
+
+// stored returns the channel counts of the stored report of a closed window whose total is
+// total, renamed as the channels are now; ok false when they must be counted.
+func (r *run) stored(ctx context.Context, s *server, w reports.Window, total int64) ([]reports.ChannelRow, bool) {
+	if total == 0 || !r.closed(w) {
+		return nil, false
+	}
+	row, channels, found, err := r.c.cfg.Store.Report(ctx, w.Kind, s.GuildID, w.Label)
+	if err != nil {
+		s.log.Warn("cannot read the stored report; counting its channels", "kind", w.Kind.String(), "period", w.Label, "err", err)
+		return nil, false
+	}
+	if !found || row.TotalMessages != total {
+		return nil, false
+	}
+	names := make(map[string]string, len(s.channels))
+	for _, ch := range s.channels {
+		names[ch.ID] = ch.Name
+	}
+	for i := range channels {
+		if n, ok := names[channels[i].ChannelID]; ok {
+			channels[i].Name = n
+		}
+	}
+	return channels, true
+}
+
+// channels counts each channel of the window, PerServer at once; a 403 or 404 skips the channel
+// (a 403 is remembered), any other error fails the window and stops its other requests.
+func (r *run) channels(dctx context.Context, s *server, w reports.Window, asked []discord.Channel) ([]reports.ChannelRow, error) {
+	wctx, cancel := context.WithCancel(dctx)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	counts := make([]int64, len(asked))
+	skipped := make([]bool, len(asked))
+	sem := make(chan struct{}, r.c.cfg.PerServer)
+	for i, ch := range asked {
+		select {
+		case sem <- struct{}{}:
+		case <-wctx.Done():
+		}
+		if wctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r.requests.Add(1)
+			n, err := r.c.cfg.Discord.CountMessages(wctx, s.GuildID, ch.ID, w.From, w.To)
+			switch {
+			case err == nil:
+				counts[i] = n
+			case errors.Is(err, discord.ErrForbidden) || errors.Is(err, discord.ErrNotFound):
+				// No access to this channel (or it was deleted since the listing): skip it.
+				s.log.Debug("channel skipped", "channel_id", ch.ID, "err", err)
+				skipped[i] = true
+				if errors.Is(err, discord.ErrForbidden) {
+					r.c.markForbidden(ch, r.c.cfg.Now())
+				}
+			default:
+				mu.Lock()
+				// The first failure stops the others; a 401 among them is what the pass needs.
+				if firstErr == nil || (errors.Is(err, discord.ErrUnauthorized) && !errors.Is(firstErr, discord.ErrUnauthorized)) {
+					firstErr = err
+				}
+				mu.Unlock()
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := wctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]reports.ChannelRow, 0, len(asked))
+	for i, ch := range asked {
+		if !skipped[i] {
+			out = append(out, reports.ChannelRow{GuildID: s.GuildID, Period: w.Label, ChannelID: ch.ID, Name: ch.Name, Messages: counts[i]})
+		}
+	}
+	return out, nil
+}
+
+// isForbidden tells whether ch answered 403 less than forbiddenFor before now with the same
+// permission overwrites it has now.
+func (c *Collector) isForbidden(ch discord.Channel, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, ok := c.forbidden[ch.ID]
+	if !ok {
+		return false
+	}
+	if now.Sub(m.at) >= forbiddenFor || m.overwrites != ch.Overwrites {
+		delete(c.forbidden, ch.ID)
+		return false
+	}
+	return true
+}
+
+func (c *Collector) markForbidden(ch discord.Channel, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.forbidden[ch.ID] = forbiddenMark{at: at, overwrites: ch.Overwrites}
 }
 
 var errStore = errors.New("the report could not be written")

@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -423,12 +424,15 @@ func TestFailedRefreshKeepsEarlierCounts(t *testing.T) {
 	before, _ := e.daily(t, guildA, "2026-11-18")
 	beforeMonth, _ := e.monthly(t, guildA, "2026-11")
 
-	// An hour later, the count of yesterday fails for one channel (after the server total
-	// and other channels were counted), and the month's server total times out.
+	// An hour later, the count of today fails for one channel (after the server total and other
+	// channels were counted), and the month's server total times out. Yesterday is closed and its
+	// total unchanged: it keeps its channel counts without asking, and is refreshed.
 	e.clock.Set(ts("2026-11-19T13:00:00Z"))
+	beforeToday, _ := e.daily(t, guildA, "2026-11-19")
+	e.discord.takeCalls()
 	e.discord.fail = func(guildID, channelID string, from time.Time) error {
 		switch {
-		case guildID == guildA && channelID == chStage && from.Equal(msk("2026-11-18")):
+		case guildID == guildA && channelID == chStage && from.Equal(msk("2026-11-19")):
 			return &discord.APIError{Status: 500, Message: "Internal Server Error", Route: "/guilds/{id}/messages/search"}
 		case guildID == guildA && channelID == "" && from.Equal(msk("2026-11-01")):
 			return context.DeadlineExceeded
@@ -442,21 +446,28 @@ func TestFailedRefreshKeepsEarlierCounts(t *testing.T) {
 	if len(res.Failures) != 2 || res.Written != 2*4-2+1 { // A: 2 fail, the missing backfill day is retried and written
 		t.Fatalf("written %d, failures %+v", res.Written, res.Failures)
 	}
-	after, _ := e.daily(t, guildA, "2026-11-18")
+	for _, c := range e.discord.takeCalls() {
+		if c.channelID != "" && c.channelID != "guild" && c.channelID != "channels" && c.from.Equal(msk("2026-11-18")) {
+			t.Fatalf("a channel of the unchanged closed day was asked: %+v", c)
+		}
+	}
+	after, _ := e.daily(t, guildA, "2026-11-19")
 	if after.Status != reports.StatusStale || *after.ErrorCode != CodeDiscordUnavailable || !strings.Contains(*after.ErrorMessage, "HTTP 500") {
 		t.Fatalf("failed day %+v", after.Row)
 	}
-	if after.TotalMessages != before.TotalMessages || !after.GeneratedAt.Equal(before.GeneratedAt) || len(after.channels) != len(before.channels) {
-		t.Fatalf("the earlier counts were not kept: %+v vs %+v", after, before)
+	if after.TotalMessages != beforeToday.TotalMessages || !after.GeneratedAt.Equal(beforeToday.GeneratedAt) || len(after.channels) != len(beforeToday.channels) {
+		t.Fatalf("the earlier counts were not kept: %+v vs %+v", after, beforeToday)
 	}
 	m, _ := e.monthly(t, guildA, "2026-11")
 	if m.Status != reports.StatusStale || *m.ErrorCode != CodeTimeout || m.TotalMessages != beforeMonth.TotalMessages {
 		t.Fatalf("failed month %+v", m.Row)
 	}
-	// The rest was refreshed: today is ok with one more hour; B is untouched by A's failures.
-	today, _ := e.daily(t, guildA, "2026-11-19")
-	if today.Status != reports.StatusOK || !today.GeneratedAt.Equal(ts("2026-11-19T13:00:00Z")) {
-		t.Fatalf("today %+v", today.Row)
+	// The rest was refreshed: yesterday is ok with a new generatedAt and its counts; B is
+	// untouched by A's failures.
+	yesterday, _ := e.daily(t, guildA, "2026-11-18")
+	if yesterday.Status != reports.StatusOK || !yesterday.GeneratedAt.Equal(ts("2026-11-19T13:00:00Z")) ||
+		yesterday.TotalMessages != before.TotalMessages || fmt.Sprint(yesterday.channels) != fmt.Sprint(before.channels) {
+		t.Fatalf("yesterday %+v %v, before %+v %v", yesterday.Row, yesterday.channels, before.Row, before.channels)
 	}
 	if r, ok := e.daily(t, guildA, "2026-11-14"); !ok || r.Status != reports.StatusOK {
 		t.Fatal("the missing backfill day was not collected on the next pass")
@@ -504,7 +515,7 @@ func TestForbiddenChannelIsSkipped(t *testing.T) {
 func TestUnauthorizedStopsThePass(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, "2026-11-19T12:00:00Z")
-	e.col.cfg.Concurrency = 1 // A, then B
+	e.col.cfg.Concurrency, e.col.cfg.PerServer = 1, 1 // A, then B, one request at a time
 	if _, err := e.col.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}

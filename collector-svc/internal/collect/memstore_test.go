@@ -117,6 +117,21 @@ func (m *memStore) SaveReport(_ context.Context, kind reports.Kind, r reports.Ro
 	return nil
 }
 
+func (m *memStore) Report(_ context.Context, kind reports.Kind, guildID, period string) (reports.Row, []reports.ChannelRow, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rep, ok := m.reports[reportKey{kind, guildID, period}]
+	if !ok {
+		return reports.Row{}, nil, false, nil
+	}
+	channels := make([]reports.ChannelRow, 0, len(rep.channels))
+	for _, c := range rep.channels {
+		channels = append(channels, c)
+	}
+	slices.SortFunc(channels, func(a, b reports.ChannelRow) int { return cmp.Compare(a.ChannelID, b.ChannelID) })
+	return rep.Row, channels, true, nil
+}
+
 func (m *memStore) MarkStale(_ context.Context, kind reports.Kind, guildID, period, code, message string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -23,6 +23,18 @@ var (
 		Name: "collector_last_good_pass_timestamp_seconds",
 		Help: "Unix time at which the last pass without failure finished (0: none since start).",
 	})
+	metricPassExpected = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "collector_pass_expected_seconds",
+		Help: "The least time the last pass could take at DISCORD_MAX_RPS: its requests ÷ the cap.",
+	})
+	metricPassActual = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "collector_pass_actual_seconds",
+		Help: "How long the last pass took.",
+	})
+	metricPassRequests = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "collector_pass_requests",
+		Help: "Discord calls the last pass made.",
+	})
 	metricLeader = promauto.NewGauge(prometheus.GaugeOpts{
 		Name: "collector_lock_held",
 		Help: "1 while this process holds the writer lock and collects, 0 while it waits as a standby.",

@@ -31,14 +31,14 @@ func serverTotals(calls []call) map[string][]string {
 	return out
 }
 
-// TestPassSchedule: a new server gets the regular windows then the six backfill days, newest
-// first; a server with every day stored gets the regular windows only; a backfill day that went
+// TestPassSchedule: a new server gets its open windows (today, the current month), then the
+// closed ones (yesterday, the previous month), then the six backfill days, newest first; a server with every day stored gets the regular windows only; a backfill day that went
 // missing is counted again, alone, after the regular windows.
 func TestPassSchedule(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, "2026-11-19T12:00:00Z", catalog.Entry{Number: 1, Name: "Alpha", GuildID: guildA})
 	e.col.cfg.Concurrency = 1
-	regular := []string{"guild", "channels", "2026-11-19", "2026-11-18", "2026-11", "2026-10"}
+	regular := []string{"guild", "channels", "2026-11-19", "2026-11", "2026-11-18", "2026-10"}
 	backfill := []string{"2026-11-17", "2026-11-16", "2026-11-15", "2026-11-14", "2026-11-13", "2026-11-12"}
 	steps := []struct {
 		name   string
@@ -79,7 +79,7 @@ func TestPassScheduleMovesWithTheClock(t *testing.T) {
 	if _, err := e.col.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"guild", "channels", "2026-11-22", "2026-11-21", "2026-11", "2026-10", "2026-11-20"}
+	want := []string{"guild", "channels", "2026-11-22", "2026-11", "2026-11-21", "2026-10", "2026-11-20"}
 	if got := serverTotals(e.discord.takeCalls())[guildA]; !slices.Equal(got, want) {
 		t.Fatalf("asked %v, want %v", got, want)
 	}

@@ -4,6 +4,7 @@
 package discord
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -43,7 +44,7 @@ type Config struct {
 	BaseURL    string        // DISCORD_API_BASE, default DefaultBaseURL
 	Token      string        // bot token; "" sends no Authorization (the fake needs none)
 	UserAgent  string        // default DefaultUserAgent
-	GlobalRate float64       // requests per second over all routes, default 50
+	GlobalRate float64       // DISCORD_MAX_RPS: requests per second over all routes, default 50
 	HTTPClient *http.Client  // default: a client with a 30 s timeout per attempt
 	Logger     *slog.Logger  // default: discard
 	MaxRetries int           // retries of 5xx, network errors and 202 (index not ready), default 5
@@ -73,7 +74,11 @@ func New(cfg Config) *Client {
 		cfg.GlobalRate = DefaultGlobalRate
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+		// Many requests are in flight at once (as many as the buckets allow, up to the cap
+		// times the latency): keep their connections instead of opening new ones.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 256, 256
+		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: tr}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -108,6 +113,9 @@ type Channel struct {
 	ID, Name string
 	Type     int
 	ParentID string // "" when the channel is in no category
+	// Overwrites is the channel's permission_overwrites as Discord sent them (compacted JSON):
+	// a change may end a 403.
+	Overwrites string
 }
 
 // MessageBearing reports whether channels of type t hold messages of their own:
@@ -141,10 +149,11 @@ func (c *Client) Guild(ctx context.Context, guildID string) (Guild, error) {
 // (categories and channels without messages included).
 func (c *Client) Channels(ctx context.Context, guildID string) ([]Channel, error) {
 	var raw []struct {
-		ID       string  `json:"id"`
-		Name     string  `json:"name"`
-		Type     int     `json:"type"`
-		ParentID *string `json:"parent_id"`
+		ID         string          `json:"id"`
+		Name       string          `json:"name"`
+		Type       int             `json:"type"`
+		ParentID   *string         `json:"parent_id"`
+		Overwrites json.RawMessage `json:"permission_overwrites"`
 	}
 	if err := c.get(ctx, routeChannels, guildID, nil, &raw); err != nil {
 		return nil, err
@@ -155,7 +164,11 @@ func (c *Client) Channels(ctx context.Context, guildID string) ([]Channel, error
 		if ch.ParentID != nil {
 			parent = *ch.ParentID
 		}
-		out = append(out, Channel{ID: ch.ID, Name: ch.Name, Type: ch.Type, ParentID: parent})
+		var ow bytes.Buffer
+		if len(ch.Overwrites) > 0 && json.Compact(&ow, ch.Overwrites) != nil {
+			ow.Reset()
+		}
+		out = append(out, Channel{ID: ch.ID, Name: ch.Name, Type: ch.Type, ParentID: parent, Overwrites: ow.String()})
 	}
 	return out, nil
 }

@@ -89,7 +89,7 @@ func TestRequestShape(t *testing.T) {
 			write(w, 200, `{"id":"`+guildA+`","name":"Alpha","icon":"a_1f2e","banner":null,"features":[]}`)
 		case "/api/v10/guilds/" + guildA + "/channels":
 			write(w, 200, `[{"id":"1","type":4,"name":"Cat","parent_id":null,"position":0},
-				{"id":"2","type":0,"name":"general","parent_id":"1","position":1},
+				{"id":"2","type":0,"name":"general","parent_id":"1","position":1,"permission_overwrites":[ {"id":"9", "type":0, "allow":"0", "deny":"1024"} ]},
 				{"id":"3","type":15,"name":"forum","position":2}]`)
 		case "/api/v10/guilds/" + guildA + "/messages/search":
 			searchOK(w, 42)
@@ -111,7 +111,7 @@ func TestRequestShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Channel{{"1", "Cat", 4, ""}, {"2", "general", 0, "1"}, {"3", "forum", 15, ""}}
+	want := []Channel{{"1", "Cat", 4, "", ""}, {"2", "general", 0, "1", `[{"id":"9","type":0,"allow":"0","deny":"1024"}]`}, {"3", "forum", 15, "", ""}}
 	if fmt.Sprint(chs) != fmt.Sprint(want) {
 		t.Fatalf("Channels = %+v, want %+v", chs, want)
 	}

@@ -7,11 +7,9 @@ import (
 
 // Wait reasons of collector_discord_wait_seconds_total.
 const (
-	waitPacing     = "pacing"       // global requests-per-second cap
-	waitBucket     = "bucket"       // X-RateLimit-Remaining reached 0
-	waitRetryAfter = "retry_after"  // after a 429 (route or global)
-	waitIndex      = "index_warmup" // 202 code 110000
-	waitBackoff    = "backoff"      // 5xx and network errors
+	waitScheduled = "scheduled"    // queued for the global cap, a bucket, or the end of a 429's wait
+	waitIndex     = "index_warmup" // 202 code 110000
+	waitBackoff   = "backoff"      // 5xx and network errors
 )
 
 var (

@@ -1,7 +1,6 @@
 package discord
 
 import (
-	"context"
 	"math"
 	"time"
 )
@@ -24,9 +23,8 @@ type pacer struct {
 	interval  time.Duration
 	tolerance time.Duration
 	window    time.Duration
-	turn      chan struct{} // held by the request to leave next; waiters queue in order
 
-	// guarded by turn
+	// guarded by the limiter's mutex
 	next   time.Time   // by the schedule
 	sent   []time.Time // the last n departures, a ring
 	oldest int         // index of the oldest departure in sent
@@ -39,7 +37,6 @@ func newPacer(perSecond float64) *pacer {
 		interval:  interval,
 		tolerance: max(interval, pacerTolerance),
 		window:    time.Duration(float64(n) / perSecond * float64(time.Second)),
-		turn:      make(chan struct{}, 1),
 		sent:      make([]time.Time, n),
 	}
 }
@@ -64,21 +61,4 @@ func (p *pacer) left(now time.Time) {
 	if floor := now.Add(p.interval - p.tolerance); p.next.Before(floor) {
 		p.next = floor
 	}
-}
-
-// wait returns when the caller may send its request, which counts as sent.
-func (p *pacer) wait(ctx context.Context) error {
-	start := time.Now()
-	defer func() { metricWait.WithLabelValues(waitPacing).Add(time.Since(start).Seconds()) }()
-	select {
-	case p.turn <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-p.turn }()
-	if err := sleepCtx(ctx, time.Until(p.earliest()), nil, ""); err != nil {
-		return err
-	}
-	p.left(time.Now())
-	return nil
 }

@@ -13,15 +13,24 @@ import (
 // latencies differ by much less.
 const windowTolerance = 250 * time.Millisecond
 
-// limiter paces requests: per Discord bucket (X-RateLimit-*), a global pause
-// after a global 429, and a global requests-per-second cap.
+// limiter schedules requests: per Discord bucket (X-RateLimit-*), a global pause after a global
+// 429, and a global requests-per-second cap. Waiting requests queue by lane (route and major
+// parameter); whenever the cap allows a departure, the oldest waiting request whose bucket has a
+// permit now leaves, so that requests of every guild of a pass interleave and the cap, not a
+// guild's bucket or the answers' latency, bounds the pass. Nothing runs between events: a
+// departure is decided when a request arrives, an answer comes back, or a timer armed for the
+// next moment something can leave fires (so a virtual clock, testing/synctest, drives it whole).
 type limiter struct {
-	pace *pacer
-
 	mu          sync.Mutex
+	pace        *pacer             // the global cap; earliest/left only, under mu
 	routeBucket map[string]string  // route template → X-RateLimit-Bucket learned from answers
 	buckets     map[string]*bucket // bucket hash (or route, before it is learned) + major parameter
+	lanes       map[string]*lane   // waiting requests by route and major parameter
 	globalUntil time.Time
+	seq         uint64
+	timer       *time.Timer // armed for timerAt, when requests wait for a time to come
+	timerAt     time.Time
+	armed       bool
 }
 
 // bucket is what is known of one Discord rate-limit bucket for one guild.
@@ -32,7 +41,19 @@ type bucket struct {
 	resetAt      time.Time // end of the window on our clock; never earlier than Discord's
 	blockedUntil time.Time // after a 429 on this bucket
 	inflight     int
-	changed      chan struct{} // closed (and replaced) whenever the state changes
+}
+
+// lane is the queue of the requests waiting on one route for one guild, oldest first.
+type lane struct {
+	key, route, major string
+	waiting           []*ticket
+}
+
+// ticket is one waiting request; ready is closed when it is granted p.
+type ticket struct {
+	seq   uint64
+	ready chan struct{}
+	p     *permit
 }
 
 func newLimiter(perSecond float64) *limiter {
@@ -40,18 +61,14 @@ func newLimiter(perSecond float64) *limiter {
 		pace:        newPacer(perSecond),
 		routeBucket: map[string]string{},
 		buckets:     map[string]*bucket{},
+		lanes:       map[string]*lane{},
 	}
-}
-
-func (b *bucket) notify() {
-	close(b.changed)
-	b.changed = make(chan struct{})
 }
 
 func (l *limiter) bucketLocked(key string) *bucket {
 	b := l.buckets[key]
 	if b == nil {
-		b = &bucket{changed: make(chan struct{})}
+		b = &bucket{}
 		l.buckets[key] = b
 	}
 	return b
@@ -67,28 +84,25 @@ func (l *limiter) bucketForLocked(route, major string) *bucket {
 }
 
 // admitLocked decides whether one more request may go through b now. When it
-// may not, it returns how long to wait (0: until the state changes) and why.
-func (b *bucket) admitLocked(now time.Time) (ok bool, wait time.Duration, reason string) {
+// may not, it returns how long to wait (0: until an answer changes the state).
+func (b *bucket) admitLocked(now time.Time) (ok bool, wait time.Duration) {
 	switch {
 	case now.Before(b.blockedUntil):
-		return false, b.blockedUntil.Sub(now), waitRetryAfter
+		return false, b.blockedUntil.Sub(now)
 	case !b.known:
 		// One request discovers the limits; the others wait for its answer.
-		if b.inflight == 0 {
-			return true, 0, ""
-		}
-		return false, 0, waitBucket
+		return b.inflight == 0, 0
 	case b.limit > 0 && b.remaining <= 0:
 		if now.Before(b.resetAt) {
-			return false, b.resetAt.Sub(now), waitBucket
+			return false, b.resetAt.Sub(now)
 		}
 		// The window is over; requests still in flight may land in the next one.
 		b.remaining = b.limit - b.inflight
 		if b.remaining <= 0 {
-			return false, 0, waitBucket
+			return false, 0
 		}
 	}
-	return true, 0, ""
+	return true, 0
 }
 
 // permit is one admitted request; done must be called exactly once.
@@ -99,51 +113,124 @@ type permit struct {
 	major string
 }
 
-// acquire waits until a request on route for the guild major may be sent: its
-// bucket has a permit, no global pause is running, and the global cap allows it.
+// acquire waits until a request on route for the guild major is sent: its bucket has a permit,
+// no global pause is running, the global cap allows it, and no older request that could leave
+// is waiting.
 func (l *limiter) acquire(ctx context.Context, route, major string) (*permit, error) {
-	var p *permit
-	for p == nil {
-		l.mu.Lock()
-		b := l.bucketForLocked(route, major)
-		ok, wait, reason := b.admitLocked(time.Now())
-		if ok {
-			b.inflight++
-			if b.limit > 0 {
-				b.remaining--
+	start := time.Now()
+	l.mu.Lock()
+	key := route + "|" + major
+	ln := l.lanes[key]
+	if ln == nil {
+		ln = &lane{key: key, route: route, major: major}
+		l.lanes[key] = ln
+	}
+	l.seq++
+	t := &ticket{seq: l.seq, ready: make(chan struct{})}
+	ln.waiting = append(ln.waiting, t)
+	l.dispatchLocked(start)
+	l.mu.Unlock()
+	select {
+	case <-t.ready:
+		metricWait.WithLabelValues(waitScheduled).Add(time.Since(start).Seconds())
+		return t.p, nil
+	case <-ctx.Done():
+	}
+	l.mu.Lock()
+	if t.p == nil {
+		ln.remove(t)
+		if len(ln.waiting) == 0 && l.lanes[key] == ln {
+			delete(l.lanes, key)
+		}
+		l.mu.Unlock()
+		return nil, ctx.Err()
+	}
+	l.mu.Unlock()
+	t.p.done(nil, 0, 0) // granted meanwhile: give the permit back
+	return nil, ctx.Err()
+}
+
+func (ln *lane) remove(t *ticket) {
+	for i, w := range ln.waiting {
+		if w == t {
+			ln.waiting = append(ln.waiting[:i], ln.waiting[i+1:]...)
+			return
+		}
+	}
+}
+
+// dispatchLocked lets every request that may leave at now leave, oldest first, and arms the timer
+// for the next moment one may.
+func (l *limiter) dispatchLocked(now time.Time) {
+	for len(l.lanes) > 0 {
+		if now.Before(l.globalUntil) {
+			l.armLocked(now, l.globalUntil)
+			return
+		}
+		if e := l.pace.earliest(); now.Before(e) {
+			l.armLocked(now, e)
+			return
+		}
+		var (
+			best  *lane
+			bestB *bucket
+			retry time.Time
+		)
+		for _, ln := range l.lanes {
+			if best != nil && ln.waiting[0].seq > best.waiting[0].seq {
+				continue
 			}
-			p = &permit{l: l, b: b, route: route, major: major}
+			b := l.bucketForLocked(ln.route, ln.major)
+			ok, wait := b.admitLocked(now)
+			if !ok {
+				if at := now.Add(wait); wait > 0 && (retry.IsZero() || at.Before(retry)) {
+					retry = at
+				}
+				continue
+			}
+			best, bestB = ln, b
 		}
-		changed := b.changed
-		l.mu.Unlock()
-		if ok {
-			break
+		if best == nil {
+			// Answers in flight wake the others up (done); a bucket window or block ends by time.
+			if !retry.IsZero() {
+				l.armLocked(now, retry)
+			}
+			return
 		}
-		if err := sleepCtx(ctx, wait, changed, reason); err != nil {
-			return nil, err
+		t := best.waiting[0]
+		best.waiting = best.waiting[1:]
+		if len(best.waiting) == 0 {
+			delete(l.lanes, best.key)
 		}
+		bestB.inflight++
+		if bestB.limit > 0 {
+			bestB.remaining--
+		}
+		l.pace.left(now)
+		t.p = &permit{l: l, b: bestB, route: best.route, major: best.major}
+		close(t.ready)
 	}
-	// A global 429 may arrive while the request waits for its turn: look again after pacing.
-	for paced := false; ; {
-		l.mu.Lock()
-		d := time.Until(l.globalUntil)
-		l.mu.Unlock()
-		var err error
-		switch {
-		case d > 0:
-			err = sleepCtx(ctx, d, nil, waitRetryAfter)
-			paced = false
-		case paced:
-			return p, nil
-		default:
-			err = l.pace.wait(ctx)
-			paced = true
-		}
-		if err != nil {
-			p.done(nil, 0, 0)
-			return nil, err
-		}
+}
+
+// armLocked makes sure a dispatch runs at at (or earlier). One timer serves the limiter, reset
+// rather than replaced.
+func (l *limiter) armLocked(now, at time.Time) {
+	if l.armed && !l.timerAt.After(at) && l.timerAt.After(now) {
+		return
 	}
+	l.timerAt, l.armed = at, true
+	if l.timer == nil {
+		l.timer = time.AfterFunc(at.Sub(now), l.fire)
+		return
+	}
+	l.timer.Reset(at.Sub(now))
+}
+
+func (l *limiter) fire() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.armed = false
+	l.dispatchLocked(time.Now())
 }
 
 // pauseAll stops every request for d (a global 429).
@@ -161,6 +248,7 @@ func (p *permit) done(h http.Header, status int, block time.Duration) {
 	l := p.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	now := time.Now()
 	b := p.b
 	b.inflight--
 	target := b
@@ -169,17 +257,14 @@ func (p *permit) done(h http.Header, status int, block time.Duration) {
 			l.routeBucket[p.route] = hash
 			target = l.bucketLocked(hash + "|" + p.major)
 		}
-		target.learnLocked(h, status, time.Now())
+		target.learnLocked(h, status, now)
 	}
 	if block > 0 {
-		if until := time.Now().Add(block); until.After(target.blockedUntil) {
+		if until := now.Add(block); until.After(target.blockedUntil) {
 			target.blockedUntil = until
 		}
 	}
-	b.notify()
-	if target != b {
-		target.notify()
-	}
+	l.dispatchLocked(now)
 }
 
 // learnLocked applies the X-RateLimit-* headers of an answer received at now.

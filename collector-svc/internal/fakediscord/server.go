@@ -53,6 +53,10 @@ type Options struct {
 	// /guilds/{id} and /guilds/{id}/channels share one bucket; the search has its own.
 	BucketLimit  int
 	BucketWindow time.Duration
+	// SearchBucketLimit, when positive, is the search's own limit per guild and BucketWindow
+	// (Discord's search buckets are per guild and tight, e.g. 10 a second), with headers even
+	// when BucketLimit is 0; 0 = BucketLimit.
+	SearchBucketLimit int
 
 	// Inject429Every answers every Nth request with a 429 of retry_after
 	// InjectRetryAfter (default 100 ms), alternately of scope "user" and
@@ -393,7 +397,11 @@ func (s *Server) takeGlobal(now time.Time) (time.Duration, bool) {
 // takeBucket applies the per-route limit (a fixed window per bucket and guild),
 // sets the X-RateLimit-* headers and answers the 429 itself when over it.
 func (s *Server) takeBucket(w http.ResponseWriter, bucket string, guildID uint64, now time.Time) bool {
-	if s.opts.BucketLimit <= 0 {
+	limit := s.opts.BucketLimit
+	if bucket == "search" && s.opts.SearchBucketLimit > 0 {
+		limit = s.opts.SearchBucketLimit
+	}
+	if limit <= 0 {
 		return true
 	}
 	hash := bucketHash(s.opts.Seed, bucket)
@@ -404,16 +412,16 @@ func (s *Server) takeBucket(w http.ResponseWriter, bucket string, guildID uint64
 		win = &window{start: now}
 		s.windows[key] = win
 	}
-	allowed := win.count < s.opts.BucketLimit
+	allowed := win.count < limit
 	if allowed {
 		win.count++
 	}
-	remaining := s.opts.BucketLimit - win.count
+	remaining := limit - win.count
 	reset := win.start.Add(s.opts.BucketWindow)
 	s.mu.Unlock()
 
 	h := w.Header()
-	h.Set("X-RateLimit-Limit", strconv.Itoa(s.opts.BucketLimit))
+	h.Set("X-RateLimit-Limit", strconv.Itoa(limit))
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
 	h.Set("X-RateLimit-Reset", strconv.FormatFloat(float64(reset.UnixMilli())/1000, 'f', 3, 64))
 	h.Set("X-RateLimit-Reset-After", seconds(reset.Sub(now)))

@@ -271,6 +271,34 @@ func (s *Store) MarkStale(ctx context.Context, kind reports.Kind, guildID, perio
 	return marked, err
 }
 
+// Report returns the stored report of kind for the guild and period with its channels; found is
+// false when there is none.
+func (s *Store) Report(ctx context.Context, kind reports.Kind, guildID, period string) (reports.Row, []reports.ChannelRow, bool, error) {
+	t := kind.Tables()
+	var (
+		row      reports.Row
+		channels []reports.ChannelRow
+		found    bool
+	)
+	err := s.readTx(ctx, func(tx *gorm.DB) error {
+		var rows []reports.Row
+		if err := tx.Table(t.Reports).Select("guild_id, "+t.Period+" AS period, generated_at, status, error_code, error_message, total_messages").
+			Where("guild_id = ? AND "+t.Period+" = ?", guildID, period).Scan(&rows).Error; err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		row, found = rows[0], true
+		return tx.Table(t.Channels).Select("guild_id, "+t.Period+" AS period, channel_id, name, messages").
+			Where("guild_id = ? AND "+t.Period+" = ?", guildID, period).Order("channel_id").Scan(&channels).Error
+	})
+	if err != nil {
+		return reports.Row{}, nil, false, fmt.Errorf("read %s %s of %s: %w", t.Reports, period, guildID, err)
+	}
+	return row, channels, found, nil
+}
+
 // MissingDays returns those of days (labels of one guild) that have no daily report.
 func (s *Store) MissingDays(ctx context.Context, guildID string, days []string) ([]string, error) {
 	if len(days) == 0 {

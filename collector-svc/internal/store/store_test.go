@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -313,4 +314,41 @@ func TestPublishesGeneration(t *testing.T) {
 		}
 	}
 	t.Fatalf("generation %s was not announced", want)
+}
+
+func TestReport(t *testing.T) {
+	both(t, func(t *testing.T, gdb *gorm.DB) {
+		ctx := context.Background()
+		s := New(gdb, nil, nil)
+		if _, _, found, err := s.Report(ctx, reports.KindDay, "1", "2026-11-18"); err != nil || found {
+			t.Fatalf("found %v, err %v before any write", found, err)
+		}
+		if err := saveOK(ctx, s, reports.KindDay, "1", "2026-11-18", at, 10, channel{"12", "random", 4}, channel{"11", "general", 6}); err != nil {
+			t.Fatal(err)
+		}
+		if err := saveOK(ctx, s, reports.KindMonth, "1", "2026-11", at, 99, channel{"11", "general", 99}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.MarkStale(ctx, reports.KindDay, "1", "2026-11-18", "timeout", "slow"); err != nil {
+			t.Fatal(err)
+		}
+		row, chans, found, err := s.Report(ctx, reports.KindDay, "1", "2026-11-18")
+		if err != nil || !found {
+			t.Fatalf("found %v, err %v", found, err)
+		}
+		if row.GuildID != "1" || row.Period != "2026-11-18" || row.TotalMessages != 10 || row.Status != reports.StatusStale ||
+			row.ErrorCode == nil || *row.ErrorCode != "timeout" || !row.GeneratedAt.Equal(at.Truncate(time.Microsecond)) {
+			t.Fatalf("row %+v", row)
+		}
+		want := []reports.ChannelRow{
+			{GuildID: "1", Period: "2026-11-18", ChannelID: "11", Name: "general", Messages: 6},
+			{GuildID: "1", Period: "2026-11-18", ChannelID: "12", Name: "random", Messages: 4},
+		}
+		if !slices.Equal(chans, want) {
+			t.Fatalf("channels %+v, want %+v", chans, want)
+		}
+		if row, chans, found, err := s.Report(ctx, reports.KindMonth, "1", "2026-11"); err != nil || !found || row.TotalMessages != 99 || len(chans) != 1 {
+			t.Fatalf("month: %+v %+v %v %v", row, chans, found, err)
+		}
+	})
 }

@@ -21,7 +21,7 @@
 // The fake's latency defaults to 20 ms × 50 ÷ rate: the demo fake's 20 ms at Discord's 50/s,
 // scaled with the rate, so that a shorter bench at a higher rate keeps the same ratio of latency
 // to request interval (the requests that must be in flight to keep the collector's pacer busy).
-// The collector is told the rate through DISCORD_GLOBAL_RATE.
+// The collector is told the rate through DISCORD_MAX_RPS.
 package main
 
 import (
@@ -73,7 +73,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.guilds, "guilds", 20, "servers of the fake")
 	flag.IntVar(&o.channels, "channels", 30, "listed channels per server (categories and forums included)")
 	flag.Int64Var(&o.seed, "seed", 1, "seed of the fake's dataset")
-	flag.IntVar(&o.rate, "rate", 200, "the fake's global limit in requests/s, and the collector's DISCORD_GLOBAL_RATE (Discord: 50)")
+	flag.IntVar(&o.rate, "rate", 200, "the fake's global limit in requests/s, and the collector's DISCORD_MAX_RPS (Discord: 50)")
 	flag.IntVar(&o.bucketLimit, "bucket-limit", 0, "the fake's per-route limit per server and second (default rate ÷ 2, as the demo fake's 25 at 50/s; negative: none)")
 	flag.DurationVar(&o.latency, "latency", 0, "the fake's latency before every answer (default 20ms × 50 ÷ rate)")
 	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up a pass after this long")

@@ -21,7 +21,7 @@ func printSetup(e *benchEnv, o options) {
 		bucketNote = fmt.Sprintf("%d per server and second", o.bucketLimit)
 	}
 	fmt.Printf("collector-bench: the built `collector-svc run-once` against `collector-svc fake-discord`, through a recording proxy\n")
-	fmt.Printf("  %d servers × %d listed channels (%s message-bearing), fake limit %d req/s = the collector's DISCORD_GLOBAL_RATE,\n",
+	fmt.Printf("  %d servers × %d listed channels (%s message-bearing), fake limit %d req/s = the collector's DISCORD_MAX_RPS,\n",
 		o.guilds, o.channels, e.plan.bearingSummary(), o.rate)
 	fmt.Printf("  per-route bucket %s, fake latency %s, database %s, load average %s\n", bucketNote, o.latency, o.dbName, loadAvg())
 }
