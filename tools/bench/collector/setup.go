@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"forumstats.local/shared/testutil"
@@ -26,6 +28,7 @@ type benchEnv struct {
 	proxy    *recorder
 	catalog  string // the CATALOG_FILE the fake wrote
 	plan     *plan
+	latency  time.Duration // the fake's, before every answer
 	http     *http.Client
 	cleanups []func() // run in reverse order by close
 }
@@ -36,43 +39,53 @@ func (e *benchEnv) close() {
 	}
 }
 
-// setup builds collector-svc, creates the database, starts the fake and the proxy, and reads the
-// plan from the fake.
-func setup(ctx context.Context, o options) (_ *benchEnv, err error) {
-	e := &benchEnv{http: &http.Client{Timeout: 30 * time.Second}}
+// build builds collector-svc into a temporary directory; the cleanup removes it.
+func build(ctx context.Context) (bin, dir string, cleanup func(), err error) {
+	dir, err = stack.TempDir("collector-bench")
+	if err != nil {
+		return "", "", nil, err
+	}
+	cleanup = func() { _ = os.RemoveAll(dir) }
+	bins, err := stack.Build(ctx, dir, stack.Collector)
+	if err != nil {
+		cleanup()
+		return "", "", nil, err
+	}
+	return bins[stack.Collector], dir, cleanup, nil
+}
+
+// setup creates a database (named by o.dbName and n), starts the fake with latency and the
+// proxy, and reads the plan from the fake unless one is given (every scenario has the same
+// dataset).
+func setup(ctx context.Context, o options, bin, dir string, n int, latency time.Duration, p *plan) (_ *benchEnv, err error) {
+	e := &benchEnv{bin: bin, http: &http.Client{Timeout: 30 * time.Second}, latency: latency}
 	defer func() {
 		if err != nil {
 			e.close()
 		}
 	}()
-	dir, err := stack.TempDir("collector-bench")
-	if err != nil {
-		return nil, err
-	}
-	e.cleanups = append(e.cleanups, func() { _ = os.RemoveAll(dir) })
-	bins, err := stack.Build(ctx, dir, stack.Collector)
-	if err != nil {
-		return nil, err
-	}
-	e.bin = bins[stack.Collector]
-	dbURL, drop, err := testutil.CreateDatabase(ctx, o.adminURL, o.dbName, "")
+	name := fmt.Sprintf("%s_%d", o.dbName, n)
+	dbURL, drop, err := testutil.CreateDatabase(ctx, o.adminURL, name, "")
 	if err != nil {
 		return nil, err
 	}
 	if o.keep {
-		e.cleanups = append(e.cleanups, func() { fmt.Printf("database %s kept\n", o.dbName) })
+		e.cleanups = append(e.cleanups, func() { fmt.Printf("database %s kept\n", name) })
 	} else {
 		e.cleanups = append(e.cleanups, drop)
 	}
 	e.dbURL = dbURL
-	e.catalog = filepath.Join(dir, "catalog.json")
+	e.catalog = filepath.Join(dir, fmt.Sprintf("catalog_%d.json", n))
 	if err := e.startFake(o); err != nil {
 		return nil, err
 	}
 	if err := e.startProxy(); err != nil {
 		return nil, err
 	}
-	e.plan, err = e.readPlan(ctx)
+	e.plan = p
+	if p == nil {
+		e.plan, err = e.readPlan(ctx)
+	}
 	return e, err
 }
 
@@ -84,12 +97,12 @@ func (e *benchEnv) startFake(o options) error {
 	if err != nil {
 		return err
 	}
-	bucketLimit := max(o.bucketLimit, 0)
 	p, err := stack.StartProc("fake-discord", e.bin, []string{"LOG_FORMAT=text", "LOG_LEVEL=warn"}, "fake-discord",
-		"--addr", addr, "--catalog", e.catalog, "--frozen-at", time.Now().UTC().Format(time.RFC3339Nano),
+		"--addr", addr, "--catalog", e.catalog, "--frozen-at", o.frozenAt.Format(time.RFC3339Nano),
 		"--guilds", strconv.Itoa(o.guilds), "--channels", strconv.Itoa(o.channels), "--seed", strconv.FormatInt(o.seed, 10),
-		"--rate-limit", strconv.Itoa(o.rate), "--bucket-limit", strconv.Itoa(bucketLimit),
-		"--latency", o.latency.String(), "--index-warmup", "0")
+		"--rate-limit", strconv.Itoa(o.rate), "--bucket-limit", strconv.Itoa(max(o.bucketLimit, 0)),
+		"--search-bucket-limit", strconv.Itoa(max(o.searchBucket, 0)),
+		"--latency", e.latency.String(), "--index-warmup", "0")
 	if err != nil {
 		return err
 	}
@@ -145,15 +158,15 @@ func (e *benchEnv) readPlan(ctx context.Context) (*plan, error) {
 	if err := json.Unmarshal(data, &catalog); err != nil {
 		return nil, fmt.Errorf("the fake's catalog: %w", err)
 	}
-	p := &plan{}
-	for _, c := range catalog {
-		g, err := e.readGuild(ctx, c.GuildID)
-		if err != nil {
-			return nil, err
-		}
-		p.guilds = append(p.guilds, g)
+	// All at once: the fake's latency applies to these too.
+	p := &plan{guilds: make([]planGuild, len(catalog))}
+	errs := make([]error, len(catalog))
+	var wg sync.WaitGroup
+	for i, c := range catalog {
+		wg.Go(func() { p.guilds[i], errs[i] = e.readGuild(ctx, c.GuildID) })
 	}
-	return p, nil
+	wg.Wait()
+	return p, errors.Join(errs...)
 }
 
 func (e *benchEnv) readGuild(ctx context.Context, guildID string) (planGuild, error) {
