@@ -7,9 +7,11 @@ import (
 
 // Wait reasons of collector_discord_wait_seconds_total.
 const (
-	waitScheduled = "scheduled"    // queued for the global cap, a bucket, or the end of a 429's wait
-	waitIndex     = "index_warmup" // 202 code 110000
-	waitBackoff   = "backoff"      // 5xx and network errors
+	waitPacing     = "pacing"       // only the global cap held the request
+	waitBucket     = "bucket"       // its bucket had no permit (X-RateLimit-Remaining reached 0, or not yet learned)
+	waitRetryAfter = "retry_after"  // after a 429 (route or global)
+	waitIndex      = "index_warmup" // 202 code 110000
+	waitBackoff    = "backoff"      // 5xx and network errors
 )
 
 var (

@@ -1,6 +1,7 @@
 package discord
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"strconv"
@@ -49,11 +50,13 @@ type lane struct {
 	waiting           []*ticket
 }
 
-// ticket is one waiting request; ready is closed when it is granted p.
+// ticket is one waiting request; ready is closed when it is granted p. reason is what last held
+// it at the head of its lane (its bucket, a 429), "" when only the global cap did.
 type ticket struct {
-	seq   uint64
-	ready chan struct{}
-	p     *permit
+	seq    uint64
+	ready  chan struct{}
+	p      *permit
+	reason string
 }
 
 func newLimiter(perSecond float64) *limiter {
@@ -84,25 +87,25 @@ func (l *limiter) bucketForLocked(route, major string) *bucket {
 }
 
 // admitLocked decides whether one more request may go through b now. When it
-// may not, it returns how long to wait (0: until an answer changes the state).
-func (b *bucket) admitLocked(now time.Time) (ok bool, wait time.Duration) {
+// may not, it returns how long to wait (0: until an answer changes the state) and why.
+func (b *bucket) admitLocked(now time.Time) (ok bool, wait time.Duration, reason string) {
 	switch {
 	case now.Before(b.blockedUntil):
-		return false, b.blockedUntil.Sub(now)
+		return false, b.blockedUntil.Sub(now), waitRetryAfter
 	case !b.known:
 		// One request discovers the limits; the others wait for its answer.
-		return b.inflight == 0, 0
+		return b.inflight == 0, 0, waitBucket
 	case b.limit > 0 && b.remaining <= 0:
 		if now.Before(b.resetAt) {
-			return false, b.resetAt.Sub(now)
+			return false, b.resetAt.Sub(now), waitBucket
 		}
 		// The window is over; requests still in flight may land in the next one.
 		b.remaining = b.limit - b.inflight
 		if b.remaining <= 0 {
-			return false, 0
+			return false, 0, waitBucket
 		}
 	}
-	return true, 0
+	return true, 0, ""
 }
 
 // permit is one admitted request; done must be called exactly once.
@@ -132,7 +135,7 @@ func (l *limiter) acquire(ctx context.Context, route, major string) (*permit, er
 	l.mu.Unlock()
 	select {
 	case <-t.ready:
-		metricWait.WithLabelValues(waitScheduled).Add(time.Since(start).Seconds())
+		metricWait.WithLabelValues(cmp.Or(t.reason, waitPacing)).Add(time.Since(start).Seconds())
 		return t.p, nil
 	case <-ctx.Done():
 	}
@@ -181,8 +184,9 @@ func (l *limiter) dispatchLocked(now time.Time) {
 				continue
 			}
 			b := l.bucketForLocked(ln.route, ln.major)
-			ok, wait := b.admitLocked(now)
+			ok, wait, reason := b.admitLocked(now)
 			if !ok {
+				ln.waiting[0].reason = reason
 				if at := now.Add(wait); wait > 0 && (retry.IsZero() || at.Before(retry)) {
 					retry = at
 				}
