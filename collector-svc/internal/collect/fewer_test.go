@@ -163,3 +163,28 @@ func TestForbiddenChannelRemembered(t *testing.T) {
 		t.Fatalf("asked %d times a day later, want 1", n)
 	}
 }
+
+// TestFreshnessFirst: today and the current month of every server are counted before any closed
+// window of any server.
+func TestFreshnessFirst(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, "2026-11-19T12:00:00Z")
+	e.col.cfg.Concurrency, e.col.cfg.PerServer = 1, 1
+	if _, err := e.col.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lastOpen, firstClosed := -1, -1
+	for i, c := range e.discord.takeCalls() {
+		if c.channelID == "guild" || c.channelID == "channels" {
+			continue
+		}
+		if c.to.After(ts("2026-11-19T12:00:00Z")) {
+			lastOpen = i
+		} else if firstClosed < 0 {
+			firstClosed = i
+		}
+	}
+	if lastOpen < 0 || firstClosed < 0 || lastOpen > firstClosed {
+		t.Fatalf("last open-window call %d, first closed-window call %d", lastOpen, firstClosed)
+	}
+}
