@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
@@ -25,6 +26,7 @@ import (
 	"forumstats.local/shared/server"
 	"forumstats.local/stats-svc/internal/cache"
 	"forumstats.local/stats-svc/internal/httpapi"
+	"forumstats.local/stats-svc/internal/metrics"
 	"forumstats.local/stats-svc/internal/report"
 	"forumstats.local/stats-svc/internal/store"
 )
@@ -89,6 +91,7 @@ type Service struct {
 
 	gdb       *gorm.DB
 	rc        *redis.Client
+	chat      *metrics.Collector // registered on the default registry until Close; nil if not
 	stopWatch context.CancelFunc
 	watching  chan struct{}
 }
@@ -128,13 +131,28 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
 		Ready: []server.Check{{Name: "database", Fn: db.Ping(gdb)}},
 	})
 	httpapi.Register(s.Handler, c, time.Now)
+	s.registerChatMetrics(gdb, log)
 	return s, nil
+}
+
+// registerChatMetrics exports the stored counts on /metrics (the default registry, which
+// shared/server serves). A second Service in one process (tests) leaves the first one's.
+func (s *Service) registerChatMetrics(gdb *gorm.DB, log *slog.Logger) {
+	chat := metrics.New(metrics.NewDB(gdb), metrics.Options{Logger: log})
+	if err := prometheus.Register(chat); err != nil {
+		log.Warn("chat_* metrics not registered", "err", err)
+		return
+	}
+	s.chat = chat
 }
 
 // Close stops following the generation and closes Redis and the database.
 func (s *Service) Close() {
 	s.stopWatch()
 	<-s.watching
+	if s.chat != nil {
+		prometheus.Unregister(s.chat)
+	}
 	if s.rc != nil {
 		s.rc.Close()
 	}

@@ -121,3 +121,40 @@ func TestNewMigratesByTheRule(t *testing.T) {
 		})
 	}
 }
+
+// TestChatMetricsServed: /metrics carries the chat_* families of the service's database, and a
+// database without the schema exports none of them yet still answers 200 (the read error is
+// counted, never the whole /metrics failing).
+func TestChatMetricsServed(t *testing.T) {
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tt := range []struct {
+		name    string
+		migrate bool
+		want    string
+	}{
+		{"migrated", true, `chat_server_info{guild_id="81384788765712384",name="Alpha",number="1"} 1`},
+		{"not migrated", false, "chat_metrics_read_errors_total"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := sqliteConfig(t, tt.migrate)
+			s, err := New(ctx, cfg, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if tt.migrate {
+				if err := s.gdb.Exec("INSERT INTO catalog_servers (number, name, guild_id) VALUES (1, 'Alpha', '81384788765712384')").Error; err != nil {
+					t.Fatal(err)
+				}
+			}
+			code, body := get(t, s, "/metrics")
+			if code != http.StatusOK || !strings.Contains(body, tt.want) {
+				t.Fatalf("/metrics: %d, want %s in\n%s", code, tt.want, body)
+			}
+			if !tt.migrate && strings.Contains(body, "chat_server_info") {
+				t.Fatalf("chat_server_info exported without a schema")
+			}
+		})
+	}
+}

@@ -1,0 +1,139 @@
+package metrics
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"forumstats.local/shared/db"
+	"forumstats.local/shared/reports"
+)
+
+// Periods are the report periods exported: Moscow today, yesterday and the current month.
+type Periods struct {
+	Today, Yesterday reports.Day
+	Month            reports.Month
+}
+
+// PeriodsAt returns the periods exported at now.
+func PeriodsAt(now time.Time) Periods {
+	today := reports.DayOf(now)
+	return Periods{Today: today, Yesterday: today.AddDays(-1), Month: reports.MonthOf(now)}
+}
+
+// Server is one catalog server.
+type Server struct {
+	Number  int
+	Name    string
+	GuildID string
+}
+
+// Report is one stored report of a catalog server for one of the exported periods.
+type Report struct {
+	GuildID     string
+	Period      string // today, yesterday or month
+	GeneratedAt time.Time
+	Status      string
+	Total       int64
+}
+
+// Channel is one channel's count in such a report.
+type Channel struct {
+	GuildID, ChannelID, Name string
+	Period                   string
+	Messages                 int64
+}
+
+// Snapshot is what one read of the database gives the collector.
+type Snapshot struct {
+	Generation     int64
+	RefreshMinutes int
+	Periods        Periods
+	Servers        []Server
+	Reports        []Report
+	Channels       []Channel
+}
+
+// DB reads snapshots from a migrated reports database.
+type DB struct {
+	gdb     *gorm.DB
+	dialect db.Dialect
+}
+
+// NewDB returns the source over gdb.
+func NewDB(gdb *gorm.DB) *DB { return &DB{gdb: gdb, dialect: db.DialectOf(gdb)} }
+
+// Generation implements Source: one single-row query.
+func (d *DB) Generation(ctx context.Context) (int64, error) {
+	return reports.Generation(ctx, d.gdb)
+}
+
+// Read implements Source: the catalog, the state row and the reports and channels of p, on one
+// consistent view (a read-only snapshot transaction on PostgreSQL; the generation is read first
+// on SQLite, so the data is never older than the generation it is cached under).
+func (d *DB) Read(ctx context.Context, p Periods) (Snapshot, error) {
+	s := Snapshot{Periods: p}
+	fn := func(tx *gorm.DB) error {
+		var st struct {
+			RefreshMinutes int
+			Generation     int64
+		}
+		res := tx.Raw("SELECT refresh_minutes, generation FROM collector_state WHERE id = 1").Scan(&st)
+		if res.Error != nil {
+			return fmt.Errorf("read collector state: %w", res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return fmt.Errorf("read collector state: no row (database not migrated?)")
+		}
+		s.Generation, s.RefreshMinutes = st.Generation, st.RefreshMinutes
+		if err := tx.Raw("SELECT number, name, guild_id FROM catalog_servers ORDER BY number").Scan(&s.Servers).Error; err != nil {
+			return fmt.Errorf("read catalog: %w", err)
+		}
+		today, yesterday, month := p.Today.String(), p.Yesterday.String(), p.Month.String()
+		label := func(period string) string {
+			switch period {
+			case today:
+				return PeriodToday
+			case yesterday:
+				return PeriodYesterday
+			}
+			return PeriodMonth
+		}
+		for _, k := range []struct {
+			kind  reports.Kind
+			where string
+			args  []any
+		}{
+			{reports.KindDay, " IN (?, ?)", []any{today, yesterday}},
+			{reports.KindMonth, " = ?", []any{month}},
+		} {
+			t := k.kind.Tables()
+			var reps []reports.Row
+			if err := tx.Raw("SELECT "+k.kind.ReportColumns()+" FROM "+t.Reports+" WHERE "+t.Period+k.where, k.args...).Scan(&reps).Error; err != nil {
+				return fmt.Errorf("read %s reports: %w", k.kind, err)
+			}
+			for _, r := range reps {
+				s.Reports = append(s.Reports, Report{GuildID: r.GuildID, Period: label(r.Period), GeneratedAt: r.GeneratedAt, Status: r.Status, Total: r.TotalMessages})
+			}
+			var chans []reports.ChannelRow
+			if err := tx.Raw("SELECT "+k.kind.ChannelColumns()+" FROM "+t.Channels+" WHERE "+t.Period+k.where, k.args...).Scan(&chans).Error; err != nil {
+				return fmt.Errorf("read %s channels: %w", k.kind, err)
+			}
+			for _, c := range chans {
+				s.Channels = append(s.Channels, Channel{GuildID: c.GuildID, ChannelID: c.ChannelID, Name: c.Name, Period: label(c.Period), Messages: c.Messages})
+			}
+		}
+		return nil
+	}
+	tx := d.gdb.WithContext(ctx)
+	var err error
+	if d.dialect.SnapshotReads {
+		err = tx.Transaction(fn, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	} else {
+		err = fn(tx)
+	}
+	return s, err
+}
