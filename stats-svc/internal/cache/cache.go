@@ -54,6 +54,7 @@ func init() {
 type Source interface {
 	Statistics(ctx context.Context, q query.Query, now time.Time) (report.Answer, error)
 	Icons(ctx context.Context, server string) (report.Answer, error)
+	Series(ctx context.Context, q query.Series, now time.Time) (report.Answer, error)
 	Generation(ctx context.Context) (int64, error)
 }
 
@@ -114,6 +115,13 @@ func (c *Cache) Generation() int64 { return c.gen.Load() }
 func (c *Cache) Statistics(ctx context.Context, q query.Query, now time.Time) (report.Answer, error) {
 	return c.get(ctx, "s|"+q.Key(), now, func(ctx context.Context) (report.Answer, error) {
 		return c.src.Statistics(ctx, q, now)
+	})
+}
+
+// Series answers the daily-series request q from the cache or the source.
+func (c *Cache) Series(ctx context.Context, q query.Series, now time.Time) (report.Answer, error) {
+	return c.get(ctx, "c|"+q.Key(), now, func(ctx context.Context) (report.Answer, error) {
+		return c.src.Series(ctx, q, now)
 	})
 }
 

@@ -50,6 +50,10 @@ func (s *countingSource) Icons(_ context.Context, server string) (report.Answer,
 	return s.load("i:"+server, time.Now())
 }
 
+func (s *countingSource) Series(_ context.Context, q query.Series, now time.Time) (report.Answer, error) {
+	return s.load("c:"+q.Key(), now)
+}
+
 func (s *countingSource) Generation(context.Context) (int64, error) { return s.gen.Load(), nil }
 
 func (s *countingSource) load(key string, now time.Time) (report.Answer, error) {
@@ -266,5 +270,28 @@ func TestRedisDownFallsBack(t *testing.T) {
 	}
 	if count("get") != beforeGet+1 || count("set") != beforeSet+1 {
 		t.Fatalf("fallbacks get %v set %v", count("get")-beforeGet, count("set")-beforeSet)
+	}
+}
+
+// Series go through the cache too, under keys of their own.
+func TestSeriesCached(t *testing.T) {
+	src := &countingSource{}
+	c := New(src, nil, Options{})
+	sq, err := query.ParseSeries(query.Values("from=2026-01-01&to=2026-01-31"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		a, err := c.Series(context.Background(), sq, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(a.Body) != "c:series|2026-01-01|2026-01-31|@0" {
+			t.Fatalf("body %q", a.Body)
+		}
+	}
+	body(t, c, mustQuery(t, "period=range&from=2026-01-01&to=2026-01-31"), t0)
+	if n := src.calls.Load(); n != 2 {
+		t.Fatalf("loads %d, want 2 (one series, one statistics)", n)
 	}
 }

@@ -17,8 +17,9 @@ import (
 )
 
 const (
-	statsPath = "/api/chat-statistics"
-	iconsPath = "/api/chat-icons"
+	statsPath  = "/api/chat-statistics"
+	iconsPath  = "/api/chat-icons"
+	seriesPath = "/api/chat-series"
 )
 
 // Every row of contract section 4, in its order of checks, for GET and HEAD.
@@ -66,6 +67,19 @@ func TestErrorRows(t *testing.T) {
 		{"icons server malformed", "GET", iconsPath + "/?server=1a", 400, "invalid_server"},
 		{"icons server repeated", "GET", iconsPath + "?server=1&server=2", 400, "invalid_server"},
 		{"icons server not in catalog", "GET", iconsPath + "?server=00004", 404, "server_not_found"},
+		{"series without dates", "GET", seriesPath, 400, "invalid_range"},
+		{"series without to", "GET", seriesPath + "/?from=2026-11-01", 400, "invalid_range"},
+		{"series reversed", "GET", seriesPath + "?from=2026-11-02&to=2026-11-01", 400, "invalid_range"},
+		{"series 367 days", "GET", seriesPath + "?from=2025-11-01&to=2026-11-02", 400, "invalid_range"},
+		{"series not a day", "GET", seriesPath + "?from=2026-02-29&to=2026-03-02", 400, "invalid_range"},
+		{"series before 2015", "GET", seriesPath + "?from=2014-12-31&to=2015-01-02", 400, "invalid_range"},
+		{"series from repeated", "GET", seriesPath + "?from=2026-11-01&from=2026-11-01&to=2026-11-02", 400, "invalid_parameters"},
+		{"series server repeated", "GET", seriesPath + "?from=2026-11-01&to=2026-11-02&server=1&server=1", 400, "invalid_parameters"},
+		{"series server malformed", "GET", seriesPath + "?from=2026-11-01&to=2026-11-02&server=x", 400, "invalid_server"},
+		{"series server beats bad range", "GET", seriesPath + "?server=x", 400, "invalid_server"},
+		{"series server not in catalog", "GET", seriesPath + "?from=2026-11-01&to=2026-11-02&server=4", 404, "server_not_found"},
+		{"series POST", "POST", seriesPath + "?from=x", 405, "method_not_allowed"},
+		{"series OPTIONS with slash", "OPTIONS", seriesPath + "/", 405, "method_not_allowed"},
 		{"unknown route", "GET", "/api/chat-stats", 404, "not_found"},
 		{"unknown route under api", "GET", statsPath + "/x", 404, "not_found"},
 		{"POST", "POST", statsPath, 405, "method_not_allowed"},
@@ -154,7 +168,7 @@ func TestGoldenBody(t *testing.T) {
 // HEAD answers exactly the headers of GET, without a body.
 func TestHeadMatchesGet(t *testing.T) {
 	s := newStack(t, pgDB(t), stackOptions{})
-	for _, target := range []string{statsPath, statsPath + "/?period=week", iconsPath, iconsPath + "/?server=1"} {
+	for _, target := range []string{statsPath, statsPath + "/?period=week", iconsPath, iconsPath + "/?server=1", seriesPath + "/?from=2026-11-01&to=2026-11-20"} {
 		get := do(t, "GET", s.url+target)
 		head := do(t, "HEAD", s.url+target)
 		if get.status != 200 || head.status != 200 || head.body != "" {
@@ -385,6 +399,8 @@ func TestSQLiteMatchesPostgres(t *testing.T) {
 		statsPath + "?period=day", statsPath + "?period=range&from=2026-11-14&to=2026-11-16", statsPath + "?period=day&date=2026-11-16&server=1",
 		statsPath + "?period=range&from=2026-10-21&to=2026-11-20", statsPath + "?period=range&from=2026-11-06&to=2026-11-20",
 		statsPath + "?period=range&from=2026-11-06&to=2026-11-20&server=01", statsPath + "?server=9", iconsPath, iconsPath + "?server=" + alphaID,
+		seriesPath + "?from=2026-11-01&to=2026-11-20", seriesPath + "?from=2026-11-05&to=2026-11-20&server=1",
+		seriesPath + "?from=2026-11-14&to=2026-11-20&server=" + gammaID,
 	} {
 		a, b := do(t, "GET", pg.url+target), do(t, "GET", sq.url+target)
 		if a.status != b.status || a.body != b.body {

@@ -1,5 +1,5 @@
-// Package httpapi serves GET and HEAD /api/chat-statistics and
-// /api/chat-icons, and writes every error body through one table.
+// Package httpapi serves GET and HEAD /api/chat-statistics, /api/chat-icons
+// and /api/chat-series, and writes every error body through one table.
 package httpapi
 
 import (
@@ -21,6 +21,7 @@ import (
 type Reports interface {
 	Statistics(ctx context.Context, q query.Query, now time.Time) (report.Answer, error)
 	Icons(ctx context.Context, server string) (report.Answer, error)
+	Series(ctx context.Context, q query.Series, now time.Time) (report.Answer, error)
 }
 
 // allowed is the Allow header of every 405: the service only reads.
@@ -31,7 +32,7 @@ type api struct {
 	now     func() time.Time
 }
 
-// Register adds the two operations, with and without a trailing slash, and
+// Register adds the three operations, with and without a trailing slash, and
 // the CORS header every response carries. now is the clock (time.Now in
 // production).
 func Register(e *echo.Echo, reports Reports, now func() time.Time) {
@@ -49,6 +50,9 @@ func Register(e *echo.Echo, reports Reports, now func() time.Time) {
 	}
 	for _, p := range []string{"/api/chat-icons", "/api/chat-icons/"} {
 		e.Any(p, a.icons)
+	}
+	for _, p := range []string{"/api/chat-series", "/api/chat-series/"} {
+		e.Any(p, a.series)
 	}
 }
 
@@ -77,6 +81,21 @@ func (a *api) icons(c echo.Context) error {
 		return err
 	}
 	ans, err := a.reports.Icons(c.Request().Context(), srv)
+	if err != nil {
+		return err
+	}
+	return write(c, http.StatusOK, ans.Body)
+}
+
+func (a *api) series(c echo.Context) error {
+	if err := readOnly(c); err != nil {
+		return err
+	}
+	q, err := query.ParseSeries(query.Values(c.Request().URL.RawQuery))
+	if err != nil {
+		return err
+	}
+	ans, err := a.reports.Series(c.Request().Context(), q, a.now())
 	if err != nil {
 		return err
 	}

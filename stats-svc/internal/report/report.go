@@ -238,22 +238,28 @@ func (c *composer) server(s Server) serverReport {
 	return out
 }
 
-// stale applies the stored status and the age rule (only the periods the
-// collector keeps refreshing age), and lowers validUntil to the moment a
-// still-fresh refreshed report would turn stale.
+// stale applies the stored status and the age rule to a report of the
+// query's kind (see staleRow).
 func (c *composer) stale(r *reports.Row) bool {
+	return staleRow(r, c.q.Kind(), c.refreshed, c.now, c.refreshMinutes, &c.validUntil)
+}
+
+// staleRow applies the stored status and the age rule (only the periods the
+// collector keeps refreshing age), and lowers *validUntil to the moment a
+// still-fresh refreshed report would turn stale.
+func staleRow(r *reports.Row, kind reports.Kind, refreshed reports.Refreshed, now time.Time, refreshMinutes int, validUntil *time.Time) bool {
 	if r.Status != reports.StatusOK {
 		return true
 	}
-	if !c.refreshed.Has(c.q.Kind(), r.Period) {
+	if !refreshed.Has(kind, r.Period) {
 		return false
 	}
-	turns := reports.TurnsStale(r.GeneratedAt, c.refreshMinutes)
-	if c.now.After(turns) {
+	turns := reports.TurnsStale(r.GeneratedAt, refreshMinutes)
+	if now.After(turns) {
 		return true
 	}
-	if until := turns.Add(time.Nanosecond); until.Before(c.validUntil) {
-		c.validUntil = until
+	if until := turns.Add(time.Nanosecond); until.Before(*validUntil) {
+		*validUntil = until
 	}
 	return false
 }

@@ -18,12 +18,17 @@ import (
 	"forumstats.local/tools/stack"
 )
 
-const statsPath = "/api/chat-statistics"
+const (
+	statsPath  = "/api/chat-statistics"
+	seriesPath = "/api/chat-series"
+)
 
 // results are the measured figures.
 type results struct {
 	cold      []time.Duration // in request order
 	coldBytes int             // size of a cold answer
+	series    []time.Duration // cold all-servers 366-day series, in request order
+	seriesLen int             // size of a series answer
 	warm      []warmRun
 }
 
@@ -42,6 +47,9 @@ func measure(ctx context.Context, e *benchEnv, o options) (results, error) {
 	var r results
 	client := newClient(o.concurrency)
 	if err := measureCold(ctx, client, e, o, &r); err != nil {
+		return r, err
+	}
+	if err := measureSeries(ctx, client, e, o, &r); err != nil {
 		return r, err
 	}
 	from, to := e.today.AddDays(-30), e.today
@@ -75,6 +83,26 @@ func measureCold(ctx context.Context, client *http.Client, e *benchEnv, o option
 	}
 	return nil
 }
+
+// measureSeries times all-servers 366-day series, each ending a day earlier than the one before,
+// so that every one is composed from the database.
+func measureSeries(ctx context.Context, client *http.Client, e *benchEnv, o options, r *results) error {
+	for i := range o.cold {
+		end := e.today.AddDays(-i)
+		target := fmt.Sprintf("%s%s?from=%s&to=%s", e.svc.URL, seriesPath, end.AddDays(-(seriesDays - 1)), end)
+		t0 := time.Now()
+		n, err := get(ctx, client, target)
+		if err != nil {
+			return err
+		}
+		r.series = append(r.series, time.Since(t0))
+		r.seriesLen = n
+	}
+	return nil
+}
+
+// seriesDays is the longest series the API serves.
+const seriesDays = 366
 
 // measureWarm compares stats-svc with a bare Echo process writing the same bytes: both warmed,
 // then alternate slices of a second each for o.duration, so that a burst of load from elsewhere on
