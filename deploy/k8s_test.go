@@ -865,6 +865,13 @@ var intervalRules = map[string]func(f exprFacts, interval time.Duration) error{
 		}
 		return nil
 	},
+	// The current reports older than 3 × the interval: what stats-svc answers as stale.
+	"ForumstatsReportsStale": func(f exprFacts, i time.Duration) error {
+		if stale := 3 * i; !slices.Contains(f.Numbers, stale.Seconds()) {
+			return fmt.Errorf("compares with %v; want 3 × the interval = %v s", f.Numbers, stale.Seconds())
+		}
+		return nil
+	},
 	// Stale markings of two consecutive passes: a window of at least one interval, below two.
 	"ForumstatsReportsGoingStale": func(f exprFacts, i time.Duration) error {
 		for _, r := range f.Ranges {
