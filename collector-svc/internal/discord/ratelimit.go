@@ -23,7 +23,8 @@ const windowTolerance = 250 * time.Millisecond
 // next moment something can leave fires (so a virtual clock, testing/synctest, drives it whole).
 type limiter struct {
 	mu          sync.Mutex
-	pace        *pacer             // the global cap; earliest/left only, under mu
+	pace        *pacer             // the global cap over the grants; earliest/left only, under mu
+	sent        *pacer             // the global cap again, over the requests as they really leave
 	routeBucket map[string]string  // route template → X-RateLimit-Bucket learned from answers
 	buckets     map[string]*bucket // bucket hash (or route, before it is learned) + major parameter
 	lanes       map[string]*lane   // waiting requests by route and major parameter
@@ -62,6 +63,7 @@ type ticket struct {
 func newLimiter(perSecond float64) *limiter {
 	return &limiter{
 		pace:        newPacer(perSecond),
+		sent:        newPacer(perSecond),
 		routeBucket: map[string]string{},
 		buckets:     map[string]*bucket{},
 		lanes:       map[string]*lane{},
@@ -135,7 +137,12 @@ func (l *limiter) acquire(ctx context.Context, route, major string) (*permit, er
 	l.mu.Unlock()
 	select {
 	case <-t.ready:
+		err := l.depart(ctx)
 		metricWait.WithLabelValues(cmp.Or(t.reason, waitPacing)).Add(time.Since(start).Seconds())
+		if err != nil {
+			t.p.done(nil, 0, 0)
+			return nil, err
+		}
 		return t.p, nil
 	case <-ctx.Done():
 	}
@@ -151,6 +158,26 @@ func (l *limiter) acquire(ctx context.Context, route, major string) (*permit, er
 	l.mu.Unlock()
 	t.p.done(nil, 0, 0) // granted meanwhile: give the permit back
 	return nil, ctx.Err()
+}
+
+// depart holds a granted request until the cap allows it by the time it really leaves: on a busy
+// machine the goroutines of requests granted one interval apart may only run later, together, and
+// must not reach Discord as a burst.
+func (l *limiter) depart(ctx context.Context) error {
+	for {
+		l.mu.Lock()
+		now := time.Now()
+		at := l.sent.earliest()
+		if !now.Before(at) {
+			l.sent.left(now)
+			l.mu.Unlock()
+			return nil
+		}
+		l.mu.Unlock()
+		if err := sleepCtx(ctx, at.Sub(now), nil, ""); err != nil {
+			return err
+		}
+	}
 }
 
 func (ln *lane) remove(t *ticket) {
