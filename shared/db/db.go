@@ -22,10 +22,16 @@ import (
 // Open connects to url: postgres://... or postgresql://... for PostgreSQL, sqlite:PATH for the
 // embedded database (the directory of PATH is created). It pings before returning.
 func Open(ctx context.Context, url string, log *slog.Logger) (*gorm.DB, error) {
+	return open(ctx, url, log, true)
+}
+
+// open is Open, pinging only when ping is set.
+func open(ctx context.Context, url string, log *slog.Logger, ping bool) (*gorm.DB, error) {
 	cfg := &gorm.Config{
-		Logger:         logger.Discard,
-		TranslateError: true,
-		NowFunc:        func() time.Time { return time.Now().UTC() },
+		Logger:               logger.Discard,
+		TranslateError:       true,
+		NowFunc:              func() time.Time { return time.Now().UTC() },
+		DisableAutomaticPing: !ping,
 	}
 	dialector, pool, err := dialectorFor(url)
 	if err != nil {
@@ -40,6 +46,9 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*gorm.DB, error) {
 		return nil, err
 	}
 	pool(sqlDB)
+	if !ping {
+		return gdb, nil
+	}
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := sqlDB.PingContext(pingCtx); err != nil {
