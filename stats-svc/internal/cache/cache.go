@@ -146,6 +146,7 @@ func (c *Cache) get(ctx context.Context, key string, now time.Time, load func(co
 		ctx := context.WithoutCancel(ctx)
 		if a, ok := c.redisGet(ctx, gen, key, now); ok {
 			foundL2.Inc()
+			a.ETag = report.Tag(a.Body)
 			c.l1.put(key, a, c.expiry(a, now))
 			return a, nil
 		}
@@ -154,6 +155,7 @@ func (c *Cache) get(ctx context.Context, key string, now time.Time, load func(co
 			return report.Answer{}, err
 		}
 		foundSource.Inc()
+		a.ETag = report.Tag(a.Body)
 		c.observe(a.Generation)
 		c.l1.put(key, a, c.expiry(a, now))
 		c.redisSet(ctx, key, a, now)

@@ -231,6 +231,15 @@ func TestRedisSharedBetweenInstances(t *testing.T) {
 	if first != second || src.calls.Load() != 1 || testutil.ToFloat64(foundL2) != before+1 {
 		t.Fatalf("second instance: %q vs %q, loads %d", first, second, src.calls.Load())
 	}
+	// Every level hands out the body's tag, computed once per cached answer.
+	for i, c := range []*Cache{New(src, rc, Options{KeyPrefix: p}), New(src, nil, Options{})} {
+		for range 2 {
+			a, err := c.Statistics(context.Background(), q, now)
+			if err != nil || a.ETag == "" || a.ETag != report.Tag(a.Body) {
+				t.Fatalf("cache %d: ETag %q for %q (%v)", i, a.ETag, a.Body, err)
+			}
+		}
+	}
 	ttl, err := rc.PTTL(context.Background(), p+"0|s|"+q.Key()).Result()
 	if err != nil || ttl <= 0 || ttl > 90*time.Second {
 		t.Fatalf("Redis TTL %v, %v", ttl, err)
@@ -238,7 +247,7 @@ func TestRedisSharedBetweenInstances(t *testing.T) {
 	// Past its validity the Redis copy is not served either.
 	third := New(src, rc, Options{KeyPrefix: p})
 	body(t, third, q, now.Add(91*time.Second))
-	if src.calls.Load() != 2 {
+	if src.calls.Load() != 3 {
 		t.Fatalf("an expired Redis answer was served: loads %d", src.calls.Load())
 	}
 }

@@ -69,7 +69,7 @@ func (a *api) statistics(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return write(c, http.StatusOK, ans.Body)
+	return answer(c, ans, now)
 }
 
 func (a *api) icons(c echo.Context) error {
@@ -84,7 +84,7 @@ func (a *api) icons(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return write(c, http.StatusOK, ans.Body)
+	return answer(c, ans, a.now())
 }
 
 func (a *api) series(c echo.Context) error {
@@ -95,11 +95,12 @@ func (a *api) series(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ans, err := a.reports.Series(c.Request().Context(), q, a.now())
+	now := a.now()
+	ans, err := a.reports.Series(c.Request().Context(), q, now)
 	if err != nil {
 		return err
 	}
-	return write(c, http.StatusOK, ans.Body)
+	return answer(c, ans, now)
 }
 
 func readOnly(c echo.Context) error {

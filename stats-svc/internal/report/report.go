@@ -6,6 +6,8 @@ package report
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/url"
@@ -62,6 +64,16 @@ type Answer struct {
 	Body       []byte
 	ValidUntil time.Time
 	Generation int64
+	// ETag is Tag(Body) once the cache has computed it (once per cached
+	// answer, so that a hit costs no hashing); "" until then.
+	ETag string
+}
+
+// Tag is the strong entity tag of a body: a hash of its bytes, so that it
+// changes exactly when the body does, whatever the generation or the clock.
+func Tag(body []byte) string {
+	sum := sha256.Sum256(body)
+	return `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`
 }
 
 type reportError struct {
