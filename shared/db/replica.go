@@ -134,6 +134,9 @@ func (r *Reads) Close() {
 // Replica reports whether a replica is configured.
 func (r *Reads) Replica() bool { return r.replica != nil }
 
+// ReplicaDB is the replica (nil without one).
+func (r *Reads) ReplicaDB() *gorm.DB { return r.replica }
+
 // Primary is the primary database.
 func (r *Reads) Primary() *gorm.DB { return r.primary }
 
@@ -143,24 +146,34 @@ func (r *Reads) PrimarySQL() *sql.DB { return r.primarySQL }
 // Read runs fn on the replica, or on the primary when there is none, it is being skipped, or
 // it failed during fn (fn then runs again on the primary: it must only read).
 func (r *Reads) Read(ctx context.Context, fn func(*gorm.DB) error) error {
-	if r.useReplica() {
-		err := fn(r.replica)
-		if err == nil || !r.failed(ctx, err) {
-			return err
+	return r.Do(ctx, func(replica bool) error {
+		if replica {
+			return fn(r.replica)
 		}
-	}
-	return fn(r.primary)
+		return fn(r.primary)
+	})
 }
 
 // ReadSQL is Read on the database/sql pools.
 func (r *Reads) ReadSQL(ctx context.Context, fn func(*sql.DB) error) error {
+	return r.Do(ctx, func(replica bool) error {
+		if replica {
+			return fn(r.replicaSQL)
+		}
+		return fn(r.primarySQL)
+	})
+}
+
+// Do is Read for a caller that holds its own handles on both databases: fn(true) reads the
+// replica, fn(false) the primary.
+func (r *Reads) Do(ctx context.Context, fn func(replica bool) error) error {
 	if r.useReplica() {
-		err := fn(r.replicaSQL)
+		err := fn(true)
 		if err == nil || !r.failed(ctx, err) {
 			return err
 		}
 	}
-	return fn(r.primarySQL)
+	return fn(false)
 }
 
 func (r *Reads) useReplica() bool {

@@ -43,6 +43,9 @@ type Config struct {
 	config.Common
 	// CDN is the base of icon and banner links (CDN_BASE_URL).
 	CDN string
+	// DatabaseReadURL is a read replica of DatabaseURL (DATABASE_READ_URL; "" = none): every
+	// read goes there while it answers.
+	DatabaseReadURL string
 }
 
 // LoadConfig reads the environment: the common variables and CDN_BASE_URL.
@@ -55,7 +58,7 @@ func LoadConfig() (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	return Config{Common: common, CDN: cdn}, nil
+	return Config{Common: common, CDN: cdn, DatabaseReadURL: config.String("DATABASE_READ_URL", "")}, nil
 }
 
 func cdnBase(s string) (string, error) {
@@ -90,6 +93,7 @@ type Service struct {
 	Redis bool
 
 	gdb       *gorm.DB
+	reads     *db.Reads
 	rc        *redis.Client
 	chat      *metrics.Collector // registered on the default registry until Close; nil if not
 	stopWatch context.CancelFunc
@@ -108,7 +112,17 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
 		db.Close(gdb)
 		return nil, err
 	}
-	c := cache.New(store.New(gdb, report.Links{CDN: cfg.CDN}), rc, cache.Options{
+	reads, err := db.OpenReads(gdb, cfg.DatabaseReadURL, db.ReadsOptions{Service: "stats-svc", Logger: log})
+	if err != nil {
+		if rc != nil {
+			rc.Close()
+		}
+		db.Close(gdb)
+		return nil, err
+	}
+	st := store.New(gdb, report.Links{CDN: cfg.CDN})
+	st.RouteReads(reads)
+	c := cache.New(st, rc, cache.Options{
 		Logger:    log,
 		KeyPrefix: cacheKeyPrefix(cfg.DatabaseURL, cfg.CDN),
 	})
@@ -116,7 +130,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
 		log.Warn("cannot read the data generation yet", "err", err)
 	}
 	watch, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
-	s := &Service{Cache: c, Redis: rc != nil, gdb: gdb, rc: rc, stopWatch: stopWatch, watching: make(chan struct{})}
+	s := &Service{Cache: c, Redis: rc != nil, gdb: gdb, reads: reads, rc: rc, stopWatch: stopWatch, watching: make(chan struct{})}
 	go func() {
 		defer close(s.watching)
 		c.Run(watch)
@@ -127,18 +141,21 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
 		Logger:       log,
 		ErrorHandler: httpapi.ErrorHandler,
 		// Redis is not a readiness dependency: without it the service still
-		// answers, from the database.
+		// answers, from the database. Nor is the read replica: the primary answers
+		// while it is down.
 		Ready: []server.Check{{Name: "database", Fn: db.Ping(gdb)}},
 	})
 	httpapi.Register(s.Handler, c, time.Now)
-	s.registerChatMetrics(gdb, log)
+	s.registerChatMetrics(gdb, reads, log)
 	return s, nil
 }
 
 // registerChatMetrics exports the stored counts on /metrics (the default registry, which
 // shared/server serves). A second Service in one process (tests) leaves the first one's.
-func (s *Service) registerChatMetrics(gdb *gorm.DB, log *slog.Logger) {
-	chat := metrics.New(metrics.NewDB(gdb), metrics.Options{Logger: log})
+func (s *Service) registerChatMetrics(gdb *gorm.DB, reads *db.Reads, log *slog.Logger) {
+	src := metrics.NewDB(gdb)
+	src.RouteReads(reads)
+	chat := metrics.New(src, metrics.Options{Logger: log})
 	if err := prometheus.Register(chat); err != nil {
 		log.Warn("chat_* metrics not registered", "err", err)
 		return
@@ -156,6 +173,7 @@ func (s *Service) Close() {
 	if s.rc != nil {
 		s.rc.Close()
 	}
+	s.reads.Close()
 	db.Close(s.gdb)
 }
 
@@ -166,7 +184,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer s.Close()
-	log.Info("stats-svc starting", "addr", cfg.HTTPAddr, "redis", s.Redis, "cdn", cfg.CDN)
+	log.Info("stats-svc starting", "addr", cfg.HTTPAddr, "redis", s.Redis, "cdn", cfg.CDN, "read_replica", s.reads.Replica())
 	return server.Run(ctx, s.Handler, cfg.HTTPAddr, log)
 }
 

@@ -2,15 +2,23 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+
 	"forumstats.local/shared/config"
+	"forumstats.local/shared/db"
+	"forumstats.local/shared/migrate"
+	"forumstats.local/shared/reports"
+	"forumstats.local/shared/testutil"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -156,5 +164,70 @@ func TestChatMetricsServed(t *testing.T) {
 				t.Fatalf("chat_server_info exported without a schema")
 			}
 		})
+	}
+}
+
+// TestReadReplica: with DATABASE_READ_URL the API and /metrics read the replica (two
+// PostgreSQL databases whose catalogs differ tell which answered); when the replica goes away
+// they answer from the primary, and /readyz stays 200.
+func TestReadReplica(t *testing.T) {
+	admin, err := testutil.PostgresURL()
+	if err != nil {
+		t.Skipf("no PostgreSQL: %v", err)
+	}
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var urls [2]string
+	var drops [2]func()
+	for i, name := range []string{"Primary", "Replica"} {
+		u, drop, err := testutil.CreateDatabase(ctx, admin, fmt.Sprintf("test_stats_app_%s_%d", strings.ToLower(name), os.Getpid()), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(drop)
+		urls[i], drops[i] = u, drop
+		gdb := testutil.OpenDB(t, u)
+		if _, err := migrate.Up(ctx, gdb, reports.Migrations); err != nil {
+			t.Fatal(err)
+		}
+		if err := gdb.Exec("INSERT INTO catalog_servers (number, name, guild_id) VALUES (1, ?, '81384788765712384')", name).Error; err != nil {
+			t.Fatal(err)
+		}
+		db.Close(gdb)
+	}
+	cfg := Config{Common: config.Common{DatabaseURL: urls[0], MigrateOnStart: true}, CDN: DefaultCDN, DatabaseReadURL: urls[1]}
+	s, err := New(ctx, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	expect := func(target, want string) {
+		t.Helper()
+		if code, body := get(t, s, target); code != http.StatusOK || !strings.Contains(body, want) {
+			t.Fatalf("%s: %d %s; want %s", target, code, body, want)
+		}
+	}
+	expect("/api/chat-icons", `"name":"Replica"`)
+	expect("/metrics", `chat_server_info{guild_id="81384788765712384",name="Replica",number="1"} 1`)
+
+	drops[1]() // the replica goes away
+	expect("/api/chat-icons?server=1", `"name":"Primary"`)
+	expect("/readyz", "")
+	if code, _ := get(t, s, "/readyz"); code != http.StatusOK {
+		t.Fatalf("readyz with the replica down: %d", code)
+	}
+	if n := promtestutil.ToFloat64(db.FallbacksCounter("stats-svc")); n < 1 {
+		t.Fatalf("db_replica_fallbacks_total %v", n)
+	}
+
+	// A replica down from the start (a closed port) does not stop the service starting.
+	cfg.DatabaseReadURL = "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"
+	s2, err := New(ctx, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if code, body := get(t, s2, "/api/chat-icons"); code != http.StatusOK || !strings.Contains(body, `"name":"Primary"`) {
+		t.Fatalf("replica down from the start: %d %s", code, body)
 	}
 }

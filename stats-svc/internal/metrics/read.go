@@ -61,6 +61,18 @@ type Snapshot struct {
 type DB struct {
 	gdb     *gorm.DB
 	dialect db.Dialect
+	reads   *db.Reads // nil: all on gdb
+}
+
+// RouteReads sends the reads to r's replica while it answers (the primary otherwise), as the
+// API's reads go.
+func (d *DB) RouteReads(r *db.Reads) { d.reads = r }
+
+func (d *DB) onReads(ctx context.Context, fn func(*gorm.DB) error) error {
+	if d.reads == nil {
+		return fn(d.gdb)
+	}
+	return d.reads.Read(ctx, fn)
 }
 
 // NewDB returns the source over gdb.
@@ -68,15 +80,22 @@ func NewDB(gdb *gorm.DB) *DB { return &DB{gdb: gdb, dialect: db.DialectOf(gdb)} 
 
 // Generation implements Source: one single-row query.
 func (d *DB) Generation(ctx context.Context) (int64, error) {
-	return reports.Generation(ctx, d.gdb)
+	var gen int64
+	err := d.onReads(ctx, func(gdb *gorm.DB) error {
+		var err error
+		gen, err = reports.Generation(ctx, gdb)
+		return err
+	})
+	return gen, err
 }
 
 // Read implements Source: the catalog, the state row and the reports and channels of p, on one
 // consistent view (a read-only snapshot transaction on PostgreSQL; the generation is read first
 // on SQLite, so the data is never older than the generation it is cached under).
 func (d *DB) Read(ctx context.Context, p Periods) (Snapshot, error) {
-	s := Snapshot{Periods: p}
+	var s Snapshot
 	fn := func(tx *gorm.DB) error {
+		s = Snapshot{Periods: p} // from scratch when the primary reads again after the replica failed
 		var st struct {
 			RefreshMinutes int
 			Generation     int64
@@ -128,12 +147,12 @@ func (d *DB) Read(ctx context.Context, p Periods) (Snapshot, error) {
 		}
 		return nil
 	}
-	tx := d.gdb.WithContext(ctx)
-	var err error
-	if d.dialect.SnapshotReads {
-		err = tx.Transaction(fn, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
-	} else {
-		err = fn(tx)
-	}
+	err := d.onReads(ctx, func(gdb *gorm.DB) error {
+		tx := gdb.WithContext(ctx)
+		if d.dialect.SnapshotReads {
+			return tx.Transaction(fn, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+		}
+		return fn(tx)
+	})
 	return s, err
 }

@@ -26,7 +26,13 @@ type Store struct {
 	// request holding its first connection never waits for a second one
 	// unless it holds a slot, so the pool cannot deadlock.
 	splits chan struct{}
+	// reads routes the reads to a replica when one is set (RouteReads); nil: all on db.
+	reads *db.Reads
 }
+
+// RouteReads sends the reads to r's replica (while it answers; to the primary otherwise).
+// Call it before the first read.
+func (s *Store) RouteReads(r *db.Reads) { s.reads = r }
 
 // New returns a Store over a migrated reports database.
 func New(gdb *gorm.DB, links report.Links) *Store {
@@ -43,7 +49,35 @@ func New(gdb *gorm.DB, links report.Links) *Store {
 
 // Generation returns the current data generation.
 func (s *Store) Generation(ctx context.Context) (int64, error) {
-	return reports.Generation(ctx, s.db)
+	// From where the data comes: a generation newer than the data read would cache old data
+	// under it.
+	var gen int64
+	err := s.onReads(ctx, func(gdb *gorm.DB) error {
+		var err error
+		gen, err = reports.Generation(ctx, gdb)
+		return err
+	})
+	return gen, err
+}
+
+// onReads runs fn on the database that serves reads: the replica when one answers (a failure
+// of it runs fn again on the primary), else the primary.
+func (s *Store) onReads(ctx context.Context, fn func(gdb *gorm.DB) error) error {
+	if s.reads == nil {
+		return fn(s.db)
+	}
+	return s.reads.Read(ctx, fn)
+}
+
+// poolKey carries, in a read's context, the database the read runs on: a second connection
+// of it (loadDays) must come from the same server as the snapshot it imports.
+type poolKey struct{}
+
+func (s *Store) poolOf(tx *gorm.DB) *gorm.DB {
+	if gdb, ok := tx.Statement.Context.Value(poolKey{}).(*gorm.DB); ok {
+		return gdb
+	}
+	return s.db
 }
 
 // Statistics composes the statistics answer for q at the moment now.
@@ -110,16 +144,18 @@ func (s *Store) Icons(ctx context.Context, server string) (report.Answer, error)
 // without one: the generation is still read first, so the data is never older
 // than the generation it is cached under.
 func (s *Store) read(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	tx := s.db.WithContext(ctx)
-	if !s.dialect.SnapshotReads {
-		return fn(tx)
-	}
-	return tx.Transaction(func(tx *gorm.DB) error {
-		if err := tx.Exec(workMem).Error; err != nil {
-			return err
+	return s.onReads(ctx, func(gdb *gorm.DB) error {
+		tx := gdb.WithContext(context.WithValue(ctx, poolKey{}, gdb))
+		if !s.dialect.SnapshotReads {
+			return fn(tx)
 		}
-		return fn(tx)
-	}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+		return tx.Transaction(func(tx *gorm.DB) error {
+			if err := tx.Exec(workMem).Error; err != nil {
+				return err
+			}
+			return fn(tx)
+		}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	})
 }
 
 // workMem lets the channel aggregate hash in memory: with the default 4 MB
@@ -238,7 +274,7 @@ func (s *Store) loadDays(ctx context.Context, tx *gorm.DB, data *report.Data, gu
 		other = make(chan partResult, 1)
 		go func() {
 			var r partResult
-			r.err = s.db.WithContext(ctx).Transaction(func(tx2 *gorm.DB) error {
+			r.err = s.poolOf(tx).WithContext(ctx).Transaction(func(tx2 *gorm.DB) error {
 				// Must be the transaction's first statement; the id was checked above.
 				if err := tx2.Exec("SET TRANSACTION SNAPSHOT '" + snap + "'").Error; err != nil {
 					return fmt.Errorf("import snapshot: %w", err)
