@@ -57,6 +57,7 @@ type Collector struct {
 
 	mu      sync.Mutex
 	snap    *Snapshot // nil: nothing read yet, or the last read failed
+	built   *built    // snap's series, built once per read
 	checked time.Time // when snap (or the failure) was last confirmed
 	failed  bool
 }
@@ -110,10 +111,24 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // (never zeros, never the whole /metrics failing) and counts chat_metrics_read_errors_total.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	now := c.now()
-	if s := c.snapshot(now); s != nil {
-		emit(ch, s, now)
+	if b := c.series(now); b != nil {
+		b.emit(ch, now)
 	}
 	c.errs.Collect(ch)
+}
+
+// series returns the series of the cached snapshot (see snapshot).
+func (c *Collector) series(now time.Time) *built {
+	s := c.snapshot(now)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	if c.built == nil || c.built.snap != s {
+		c.built = build(s)
+	}
+	return c.built
 }
 
 // snapshot returns the cached snapshot, confirming it by the generation once per TTL and
@@ -161,56 +176,27 @@ var (
 	kindMonthly = reports.KindMonth.String()
 )
 
-// emit writes the series of s at now. Only catalog servers are exported: reports of a server
-// that left the catalog stay in the database but are never served.
-func emit(ch chan<- prometheus.Metric, s *Snapshot, now time.Time) {
-	inCatalog := make(map[string]bool, len(s.Servers))
-	for _, sv := range s.Servers {
-		inCatalog[sv.GuildID] = true
-		ch <- prometheus.MustNewConstMetric(serverInfoDesc, prometheus.GaugeValue, 1, sv.GuildID, strconv.Itoa(sv.Number), sv.Name)
+type reportKey struct{ guild, kind string }
+
+// built is a snapshot's series: those that depend only on the snapshot are built once per read
+// (up to a few hundred thousand), the ages and statuses, which depend on the time, at each scrape.
+type built struct {
+	snap    *Snapshot
+	static  []prometheus.Metric
+	current map[reportKey]Report
+}
+
+// emit writes the series at now.
+func (b *built) emit(ch chan<- prometheus.Metric, now time.Time) {
+	for _, m := range b.static {
+		ch <- m
 	}
-	type key struct{ guild, kind string }
-	current := map[key]Report{}
-	// Reports by period, so that a channel's name comes from the newest report that has it.
-	generated := map[[2]string]time.Time{}
-	for _, r := range s.Reports {
-		if !inCatalog[r.GuildID] {
-			continue
-		}
-		generated[[2]string{r.GuildID, r.Period}] = r.GeneratedAt
-		ch <- prometheus.MustNewConstMetric(messagesDesc, prometheus.GaugeValue, float64(r.Total), r.GuildID, "", r.Period)
-		switch r.Period {
-		case PeriodToday:
-			current[key{r.GuildID, kindDaily}] = r
-		case PeriodMonth:
-			current[key{r.GuildID, kindMonthly}] = r
-		}
-	}
-	type named struct {
-		name string
-		at   time.Time
-	}
-	names := map[[2]string]named{}
-	for _, c := range s.Channels {
-		at, ok := generated[[2]string{c.GuildID, c.Period}]
-		if !ok {
-			continue // not a catalog server, or a channel row without its report
-		}
-		ch <- prometheus.MustNewConstMetric(messagesDesc, prometheus.GaugeValue, float64(c.Messages), c.GuildID, c.ChannelID, c.Period)
-		k := [2]string{c.GuildID, c.ChannelID}
-		if n, seen := names[k]; !seen || at.After(n.at) {
-			names[k] = named{c.Name, at}
-		}
-	}
-	for k, n := range names {
-		ch <- prometheus.MustNewConstMetric(channelInfoDesc, prometheus.GaugeValue, 1, k[0], k[1], n.name)
-	}
-	for _, sv := range s.Servers {
+	for _, sv := range b.snap.Servers {
 		for _, kind := range []string{kindDaily, kindMonthly} {
 			status := reports.StatusMissing
-			if r, ok := current[key{sv.GuildID, kind}]; ok {
+			if r, ok := b.current[reportKey{sv.GuildID, kind}]; ok {
 				status = r.Status
-				if status == reports.StatusOK && now.After(reports.TurnsStale(r.GeneratedAt, s.RefreshMinutes)) {
+				if status == reports.StatusOK && now.After(reports.TurnsStale(r.GeneratedAt, b.snap.RefreshMinutes)) {
 					status = reports.StatusStale // as the API shows it: a dead collector does not look healthy
 				}
 				ch <- prometheus.MustNewConstMetric(ageDesc, prometheus.GaugeValue, max(now.Sub(r.GeneratedAt).Seconds(), 0), sv.GuildID, kind)
@@ -224,4 +210,51 @@ func emit(ch chan<- prometheus.Metric, s *Snapshot, now time.Time) {
 			}
 		}
 	}
+}
+
+// build makes the series of s. Only catalog servers are exported: reports of a server that left
+// the catalog stay in the database but are never served.
+func build(s *Snapshot) *built {
+	b := &built{snap: s, static: make([]prometheus.Metric, 0, len(s.Servers)+len(s.Reports)+2*len(s.Channels)), current: map[reportKey]Report{}}
+	add := func(m prometheus.Metric) { b.static = append(b.static, m) }
+	inCatalog := make(map[string]bool, len(s.Servers))
+	for _, sv := range s.Servers {
+		inCatalog[sv.GuildID] = true
+		add(prometheus.MustNewConstMetric(serverInfoDesc, prometheus.GaugeValue, 1, sv.GuildID, strconv.Itoa(sv.Number), sv.Name))
+	}
+	// Reports by period, so that a channel's name comes from the newest report that has it.
+	generated := map[[2]string]time.Time{}
+	for _, r := range s.Reports {
+		if !inCatalog[r.GuildID] {
+			continue
+		}
+		generated[[2]string{r.GuildID, r.Period}] = r.GeneratedAt
+		add(prometheus.MustNewConstMetric(messagesDesc, prometheus.GaugeValue, float64(r.Total), r.GuildID, "", r.Period))
+		switch r.Period {
+		case PeriodToday:
+			b.current[reportKey{r.GuildID, kindDaily}] = r
+		case PeriodMonth:
+			b.current[reportKey{r.GuildID, kindMonthly}] = r
+		}
+	}
+	type named struct {
+		name string
+		at   time.Time
+	}
+	names := map[[2]string]named{}
+	for _, c := range s.Channels {
+		at, ok := generated[[2]string{c.GuildID, c.Period}]
+		if !ok {
+			continue // not a catalog server, or a channel row without its report
+		}
+		add(prometheus.MustNewConstMetric(messagesDesc, prometheus.GaugeValue, float64(c.Messages), c.GuildID, c.ChannelID, c.Period))
+		k := [2]string{c.GuildID, c.ChannelID}
+		if n, seen := names[k]; !seen || at.After(n.at) {
+			names[k] = named{c.Name, at}
+		}
+	}
+	for k, n := range names {
+		add(prometheus.MustNewConstMetric(channelInfoDesc, prometheus.GaugeValue, 1, k[0], k[1], n.name))
+	}
+	return b
 }
