@@ -1,5 +1,5 @@
 // Package server is the HTTP bootstrap every service shares: an Echo instance with request IDs,
-// structured request logs, panic recovery, body limits, Prometheus metrics, health and readiness
+// structured request logs, panic recovery, request-head and body limits, Prometheus metrics, health and readiness
 // endpoints, and a graceful shutdown.
 package server
 
@@ -103,6 +103,7 @@ func New(opts Options) *echo.Echo {
 			return err
 		},
 	}))
+	e.Use(limitHead)
 	e.Use(middleware.BodyLimit(limit))
 
 	e.GET("/healthz", health)
@@ -240,7 +241,7 @@ func Serve(ctx context.Context, e *echo.Echo, ln net.Listener, log *slog.Logger)
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    32 << 10,
+		MaxHeaderBytes:    maxReadHeaderBytes, // limitHead enforces the real limits, in JSON
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -4,9 +4,11 @@
 // a documented 4xx status and code in the service's JSON error envelope, never a 5xx, and no
 // body for HEAD.
 //
-// Requests that are malformed at the HTTP protocol level (a header over the server's limit, a
-// control character in a header, no Host) are answered by Go's net/http server before any
-// handler runs: 400 Bad Request or 431 Request Header Fields Too Large, with a text/plain body
+// A request line or header block over the services' limits (shared/server) but within 1 MiB is
+// answered by the service: 414 uri_too_long or 431 request_header_fields_too_large in its
+// envelope. Requests that are malformed at the HTTP protocol level (a control character in a
+// header, no Host) are answered by Go's net/http server before any handler runs: 400 Bad
+// Request (431 Request Header Fields Too Large past 1 MiB), with a text/plain body
 // and Connection: close. That is documented net/http behaviour, outside the services' code, and
 // the corpus marks those cases with NetHTTP: for them net/http's own 400 or 431 passes, as does
 // the service's documented answer should the request reach a handler. Every other case must be
@@ -29,6 +31,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"forumstats.local/shared/server"
 )
 
 // Envelope is the shape of a service's error body.
@@ -74,6 +78,17 @@ type Case struct {
 	// NetHTTP marks a request malformed at the protocol level: net/http's own 400 or 431
 	// passes too (see the package documentation).
 	NetHTTP bool
+}
+
+// overLimits makes every case whose request target passes shared/server's limit expect 414
+// uri_too_long: the services refuse such a head before reading any parameter.
+func overLimits(cs []Case) []Case {
+	for i := range cs {
+		if cs[i].Raw == nil && len(cs[i].Target) > server.MaxRequestTarget {
+			cs[i].Want = []Outcome{uriTooLong}
+		}
+	}
+	return cs
 }
 
 // Corpus is the cases of one service.

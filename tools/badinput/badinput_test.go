@@ -20,14 +20,17 @@ var testForum = ForumData{
 }
 
 // documented lists the codes each service may answer a bad request with (contract sections 3
-// and 4; invalid_date is forum-svc's documented addition for a malformed mark-read date).
+// and 4; invalid_date is forum-svc's documented addition for a malformed mark-read date; 414 and
+// 431 are both services' answers to an oversized request head, issue 13).
 var documented = map[Envelope]map[string]int{
 	StatsEnvelope: {"invalid_parameters": 400, "invalid_range": 400, "invalid_server": 400,
-		"server_not_found": 404, "not_found": 404, "method_not_allowed": 405},
+		"server_not_found": 404, "not_found": 404, "method_not_allowed": 405,
+		"uri_too_long": 414, "request_header_fields_too_large": 431},
 	ForumEnvelope: {"no_api_key_in_request": 400, "api_key_not_found": 401, "api_key_inactive": 403,
 		"user_id_not_valid": 403, "user_id_not_allowed": 403, "missing_scope": 403, "login_required": 403,
 		"requested_conversation_not_found": 404, "requested_message_not_found": 404, "invalid_page": 400,
-		"endpoint_not_found": 404, "method_not_allowed": 405, "invalid_date": 400},
+		"endpoint_not_found": 404, "method_not_allowed": 405, "invalid_date": 400,
+		"uri_too_long": 414, "request_header_fields_too_large": 431},
 }
 
 func corpora() []Corpus {

@@ -273,5 +273,5 @@ func ForumCorpus(seed uint64, d ForumData) Corpus {
 	// 10. Header abuse (a request that reaches a handler has no key: 400).
 	cs = append(cs, headerCases(r, msgs.path(id(d.Own)), forumNoKey)...)
 	cs = append(cs, headerCases(r, msgs.path(id(d.Foreign)), forumConvNotFound, [2]string{"Forum-Api-Key", d.UserKey})[3:9]...)
-	return Corpus{Service: "forum-svc", Envelope: ForumEnvelope, Cases: cs}
+	return Corpus{Service: "forum-svc", Envelope: ForumEnvelope, Cases: overLimits(cs)}
 }

@@ -15,6 +15,10 @@ var (
 	statsServerNotFound    = Outcome{Status: 404, Code: "server_not_found"}
 	statsNotFound          = Outcome{Status: 404, Code: "not_found"}
 	statsMethodNotAllowed  = Outcome{Status: 405, Code: "method_not_allowed"}
+	// Both services answer an oversized request head (shared/server) with these codes, each in
+	// its own envelope.
+	uriTooLong      = Outcome{Status: 414, Code: "uri_too_long"}
+	headersTooLarge = Outcome{Status: 431, Code: "request_header_fields_too_large"}
 )
 
 const statsAllow = "GET, HEAD"
@@ -99,6 +103,30 @@ func StatsCorpus(seed uint64) Corpus {
 		get("range-after-server", stats(), q, statsInvalidServer)
 	}
 
+	// 4b. The daily series: range rules (up to 366 days), repeats, the server check before them.
+	series := func() string { return pick(r, "/api/chat-series", "/api/chat-series/") }
+	for _, v := range hostileValues(r, 6, 4) {
+		q := v.query()
+		get("series-from/"+v.Label, series(), "from="+q+"&to=2026-01-10", statsInvalidRange)
+		get("series-server/"+v.Label, series(), "from=2026-01-01&to=2026-01-10&server="+q, serverOutcome(v))
+	}
+	for _, q := range []string{
+		"", "from=2026-01-01", "to=2026-01-10", "from=2026-01-10&to=2026-01-01", "from=2025-01-01&to=2026-01-02",
+		"from=2014-12-31&to=2015-01-01", "from=2099-12-31&to=2100-01-01", "from=2026-02-29&to=2026-03-01",
+		"from=2026-1-1&to=2026-1-2", "from=&to=", "from=2026-01-01&to=2026-01-10%00", "period=range&from=x&to=y",
+	} {
+		get("series-range", series(), q, statsInvalidRange)
+	}
+	for _, q := range []string{
+		"from=2026-01-01&from=2026-01-01&to=2026-01-02", "from=2026-01-01&to=2026-01-02&to=2026-01-02",
+		"from=2026-01-01&to=2026-01-02&server=1&server=1", "from=x&from=y&server=bad",
+	} {
+		get("series-repeated", series(), q, statsInvalidParameters)
+	}
+	for _, q := range []string{"server=x", "from=2026-01-10&to=2026-01-01&server=", "server=-5&from=2026-01-01&to=2027-03-01"} {
+		get("series-after-server", series(), q, statsInvalidServer)
+	}
+
 	// 5. Months and dates out of format or bounds.
 	for _, q := range []string{
 		"month=2014-12", "month=2100-01", "month=2026-13", "month=2026-00", "month=2026-1", "month=202601",
@@ -162,9 +190,10 @@ func StatsCorpus(seed uint64) Corpus {
 	cs = append(cs, Case{Name: "content-type/garbage", Method: http.MethodGet, Target: "/api/chat-icons?server=x",
 		Header: [][2]string{{"Content-Type", "; ;;=="}, {"Content-Encoding", "gzip"}}, Body: []byte("not gzip"), Want: []Outcome{statsInvalidServer}})
 
-	// 10. Headers: oversized (net/http answers 431 itself), large but allowed, malformed.
+	// 10. Headers and request line: oversized (414/431 in the envelope), large but allowed,
+	// malformed.
 	cs = append(cs, headerCases(r, "/api/chat-statistics?period=bogus", statsInvalidParameters)...)
-	return Corpus{Service: "stats-svc", Envelope: StatsEnvelope, Cases: cs}
+	return Corpus{Service: "stats-svc", Envelope: StatsEnvelope, Cases: overLimits(cs)}
 }
 
 // serverOutcome is the answer to a hostile server value: a well-formed number or id (1 to 20
@@ -210,9 +239,9 @@ func headerCases(r *rand.Rand, target string, want Outcome, extra ...[2]string) 
 		return b.String()
 	}()
 	return []Case{
-		{Name: "header/40KB", Method: http.MethodGet, Target: target, Header: with([2]string{"X-Big", pad(40 << 10)}), Want: w, NetHTTP: true},
-		{Name: "header/1MB", Method: http.MethodGet, Target: target, Header: with([2]string{"X-Big", pad(1 << 20)}), Want: w, NetHTTP: true},
-		{Name: "header/1000x100B", Method: http.MethodGet, Target: target, Header: with(many(1000, 100)...), Want: w, NetHTTP: true},
+		{Name: "header/40KB", Method: http.MethodGet, Target: target, Header: with([2]string{"X-Big", pad(40 << 10)}), Want: []Outcome{headersTooLarge}},
+		{Name: "header/1MB", Method: http.MethodGet, Target: target, Header: with([2]string{"X-Big", pad(1 << 20)}), Want: []Outcome{headersTooLarge}},
+		{Name: "header/1000x100B", Method: http.MethodGet, Target: target, Header: with(many(1000, 100)...), Want: []Outcome{headersTooLarge}},
 		{Name: "header/20KB", Method: http.MethodGet, Target: target, Header: with([2]string{"X-Big", pad(20 << 10)}), Want: w},
 		{Name: "header/200x100B", Method: http.MethodGet, Target: target, Header: with(many(200, 100)...), Want: w},
 		{Name: "header/10KB-request-id", Method: http.MethodGet, Target: target, Header: with([2]string{"X-Request-Id", pad(10 << 10)}), Want: w},
@@ -228,6 +257,9 @@ func headerCases(r *rand.Rand, target string, want Outcome, extra ...[2]string) 
 		{Name: "request-line/raw-high-bytes", Raw: raw("GET "+target+sep+"x=\xff\xfe HTTP/1.1", "Host: {HOST}", strings.TrimSuffix(extraLines, "\r\n"), "Connection: close"), Want: w, NetHTTP: true},
 		{Name: "request-line/http10", Raw: raw("GET "+target+" HTTP/1.0", strings.TrimSuffix(extraLines, "\r\n")), Want: w, NetHTTP: true},
 		{Name: "body/bad-chunking", Raw: rawBody(raw("GET "+target+" HTTP/1.1", "Host: {HOST}", "Transfer-Encoding: chunked", strings.TrimSuffix(extraLines, "\r\n"), "Connection: close"), "zz\r\nnot a chunk\r\n"), Want: w, NetHTTP: true},
+		{Name: "request-line/60KB-query", Method: http.MethodGet, Target: target + sep + "x=" + pad(60<<10), Header: with(), Want: []Outcome{uriTooLong}},
+		{Name: "request-line/1MB-query", Method: http.MethodGet, Target: target + sep + "x=" + pad(1<<20-64), Header: with(), Want: []Outcome{uriTooLong}},
+		{Name: "request-line/60KB-query-head", Method: http.MethodHead, Target: target + sep + "x=" + pad(60<<10), Header: with(), Want: []Outcome{uriTooLong}},
 	}
 }
 

@@ -30,6 +30,8 @@ const (
 	CodeMethodNotAllowed      = "method_not_allowed"
 	CodeTooManyRequests       = "too_many_requests"
 	CodeRequestEntityTooLarge = "request_entity_too_large"
+	CodeURITooLong            = "uri_too_long"
+	CodeHeadersTooLarge       = "request_header_fields_too_large"
 	CodeServerError           = "server_error_occurred"
 )
 
@@ -76,6 +78,8 @@ var (
 	specEndpointNotFound = errorSpec{http.StatusNotFound, CodeEndpointNotFound, "The requested endpoint could not be found."}
 	specMethodNotAllowed = errorSpec{http.StatusMethodNotAllowed, CodeMethodNotAllowed, "This endpoint does not accept this method."}
 	specTooLarge         = errorSpec{http.StatusRequestEntityTooLarge, CodeRequestEntityTooLarge, "The request body is too large."}
+	specURITooLong       = errorSpec{http.StatusRequestURITooLong, CodeURITooLong, "The request target (path and query string) is too long."}
+	specHeadersTooLarge  = errorSpec{http.StatusRequestHeaderFieldsTooLarge, CodeHeadersTooLarge, "The request header fields are too large."}
 	specServerError      = errorSpec{http.StatusInternalServerError, CodeServerError, "An unexpected error occurred."}
 )
 
@@ -86,7 +90,7 @@ func allCodes() []string {
 		codes = append(codes, e.code)
 	}
 	for _, s := range []errorSpec{specMissingScope, specInvalidPage, specPagePastLast, specTooManyRequests,
-		specEndpointNotFound, specMethodNotAllowed, specTooLarge, specServerError} {
+		specEndpointNotFound, specMethodNotAllowed, specTooLarge, specURITooLong, specHeadersTooLarge, specServerError} {
 		codes = append(codes, s.code)
 	}
 	return codes
@@ -131,6 +135,10 @@ func classify(err error) (spec errorSpec, params map[string]any, ok bool) {
 			return specMethodNotAllowed, params, true
 		case http.StatusRequestEntityTooLarge:
 			return specTooLarge, params, true
+		case http.StatusRequestURITooLong: // shared/server's head limits
+			return specURITooLong, params, true
+		case http.StatusRequestHeaderFieldsTooLarge:
+			return specHeadersTooLarge, params, true
 		}
 	}
 	return specServerError, params, false

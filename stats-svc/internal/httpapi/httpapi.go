@@ -150,6 +150,10 @@ func classify(err error) (int, string) {
 			return http.StatusNotFound, "not_found"
 		case he.Code == http.StatusMethodNotAllowed:
 			return http.StatusMethodNotAllowed, "method_not_allowed"
+		case he.Code == http.StatusRequestURITooLong:
+			return he.Code, "uri_too_long" // shared/server's head limits
+		case he.Code == http.StatusRequestHeaderFieldsTooLarge:
+			return he.Code, "request_header_fields_too_large"
 		case he.Code >= 400 && he.Code < 500:
 			// Middleware refusals (413 and the like): the status's own name.
 			return he.Code, strings.ToLower(strings.ReplaceAll(http.StatusText(he.Code), " ", "_"))
