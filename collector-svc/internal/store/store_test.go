@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,11 +18,7 @@ import (
 	"forumstats.local/shared/testutil"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testutil.CleanupContainers()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.Run(m) }
 
 // newPG opens a fresh, migrated PostgreSQL database for one test.
 func newPG(t *testing.T) *gorm.DB {

@@ -3,7 +3,6 @@ package ratelimit
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -15,11 +14,7 @@ import (
 	"forumstats.local/shared/testutil"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testutil.CleanupContainers()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.Run(m) }
 
 func TestLocalBucket(t *testing.T) {
 	clk := testutil.NewClock(time.Unix(1_800_000_000, 0))

@@ -20,11 +20,7 @@ import (
 	"forumstats.local/shared/testutil"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testutil.CleanupContainers()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.Run(m) }
 
 var now = time.Unix(1_800_000_000, 0)
 

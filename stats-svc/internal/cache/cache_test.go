@@ -27,9 +27,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	redisURL = u
-	code := m.Run()
-	sharedtest.CleanupContainers()
-	os.Exit(code)
+	sharedtest.Run(m)
 }
 
 // countingSource stands in for the store: it counts loads and answers with
