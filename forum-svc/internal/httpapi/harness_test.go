@@ -10,9 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,11 +26,7 @@ import (
 	"forumstats.local/shared/testutil"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testutil.CleanupContainers()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.Run(m) }
 
 // The fixture. Page size 5. Conversation 10 has 10 messages (a multiple of the page size), 11 has
 // 11 (one more), 12 has 3 (a single page); 13 is between dave and erin only. Messages of 10 have
@@ -101,25 +95,12 @@ func fixture() string {
 		keyAlice, keyAliceRead, keyAliceWrite, keyBob, keyDave, keySuper, keySuperNoRead, keyGuest, keyInactive, keyExpired, now-3600)
 }
 
-// syncBuffer collects log output from concurrent requests.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 type env struct {
 	t     *testing.T
 	h     http.Handler
 	gdb   *gorm.DB
 	clock *testutil.Clock
-	logs  *syncBuffer
+	logs  *testutil.Buffer
 }
 
 type envOptions struct {
@@ -149,7 +130,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		t.Fatal(err)
 	}
 	clk := testutil.NewClock(time.Unix(now, 0))
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	svc, err := app.NewService(gdb, nil, opts.rateLimit, log, app.Options{Now: clk.Now, Auth: auth.Options{Now: clk.Now}})
 	if err != nil {
