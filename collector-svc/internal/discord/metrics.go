@@ -1,9 +1,6 @@
 package discord
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
-)
+import "forumstats.local/shared/metrics"
 
 // Wait reasons of collector_discord_wait_seconds_total.
 const (
@@ -15,16 +12,7 @@ const (
 )
 
 var (
-	metricRequests = promauto.NewCounterVec(prometheus.CounterOpts{
-		Name: "collector_discord_requests_total",
-		Help: "Requests sent to Discord, by templated route and HTTP status (\"error\" for transport failures).",
-	}, []string{"route", "status"})
-	metricRateLimited = promauto.NewCounterVec(prometheus.CounterOpts{
-		Name: "collector_discord_rate_limited_total",
-		Help: "HTTP 429 answers received from Discord, by scope (global, user, shared).",
-	}, []string{"scope"})
-	metricWait = promauto.NewCounterVec(prometheus.CounterOpts{
-		Name: "collector_discord_wait_seconds_total",
-		Help: "Time requests spent waiting before being sent, by reason.",
-	}, []string{"reason"})
+	metricRequests    = metrics.CounterVec("collector_discord_requests_total", "Requests sent to Discord, by templated route and HTTP status (\"error\" for transport failures).", "route", "status")
+	metricRateLimited = metrics.CounterVec("collector_discord_rate_limited_total", "HTTP 429 answers received from Discord, by scope (global, user, shared).", "scope")
+	metricWait        = metrics.CounterVec("collector_discord_wait_seconds_total", "Time requests spent waiting before being sent, by reason.", "reason")
 )

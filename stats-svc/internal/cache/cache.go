@@ -16,28 +16,21 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/singleflight"
 
+	"forumstats.local/shared/metrics"
 	"forumstats.local/shared/reports"
 	"forumstats.local/stats-svc/internal/query"
 	"forumstats.local/stats-svc/internal/report"
 )
 
 var (
-	fallbackTotal = promauto.NewCounterVec(prometheus.CounterOpts{
-		Name: "stats_cache_fallback_total",
-		Help: "Redis cache operations that failed or timed out; the request was served from the database.",
-	}, []string{"op", "reason"})
-	lookupsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
-		Name: "stats_cache_lookups_total",
-		Help: "Answer lookups by where they were found: l1, l2 (Redis) or source (database).",
-	}, []string{"found"})
-	foundL1     = lookupsTotal.WithLabelValues("l1")
-	foundL2     = lookupsTotal.WithLabelValues("l2")
-	foundSource = lookupsTotal.WithLabelValues("source")
+	fallbackTotal = metrics.CounterVec("stats_cache_fallback_total", "Redis cache operations that failed or timed out; the request was served from the database.", "op", "reason")
+	lookupsTotal  = metrics.CounterVec("stats_cache_lookups_total", "Answer lookups by where they were found: l1, l2 (Redis) or source (database).", "found")
+	foundL1       = lookupsTotal.WithLabelValues("l1")
+	foundL2       = lookupsTotal.WithLabelValues("l2")
+	foundSource   = lookupsTotal.WithLabelValues("source")
 )
 
 func init() {
