@@ -119,11 +119,8 @@ func Parse(r io.Reader) (*File, error) {
 			return nil, refuse("options", "%s", err)
 		}
 	}
-	f.Users = make([]User, len(raw.Users))
-	for i, m := range raw.Users {
-		if err := decodeStrict(m, &f.Users[i]); err != nil {
-			return nil, refuse(fmt.Sprintf("users[%d]", i), "%s", err)
-		}
+	if f.Users, err = decodeEach[User](raw.Users, "users"); err != nil {
+		return nil, err
 	}
 	f.Conversations = make([]Conversation, len(raw.Conversations))
 	for i, m := range raw.Conversations {
@@ -133,27 +130,29 @@ func Parse(r io.Reader) (*File, error) {
 			return nil, refuse(path, "%s", err)
 		}
 		c := rc.Conversation
-		c.Messages = make([]Message, len(rc.Messages))
-		for j, mm := range rc.Messages {
-			if err := decodeStrict(mm, &c.Messages[j]); err != nil {
-				return nil, refuse(fmt.Sprintf("%s.messages[%d]", path, j), "%s", err)
-			}
+		if c.Messages, err = decodeEach[Message](rc.Messages, path+".messages"); err != nil {
+			return nil, err
 		}
 		f.Conversations[i] = c
 	}
-	f.ReadState = make([]ReadState, len(raw.ReadState))
-	for i, m := range raw.ReadState {
-		if err := decodeStrict(m, &f.ReadState[i]); err != nil {
-			return nil, refuse(fmt.Sprintf("read_state[%d]", i), "%s", err)
-		}
+	if f.ReadState, err = decodeEach[ReadState](raw.ReadState, "read_state"); err != nil {
+		return nil, err
 	}
-	f.APIKeys = make([]APIKey, len(raw.APIKeys))
-	for i, m := range raw.APIKeys {
-		if err := decodeStrict(m, &f.APIKeys[i]); err != nil {
-			return nil, refuse(fmt.Sprintf("api_keys[%d]", i), "%s", err)
-		}
+	if f.APIKeys, err = decodeEach[APIKey](raw.APIKeys, "api_keys"); err != nil {
+		return nil, err
 	}
 	return f, nil
+}
+
+// decodeEach decodes every entry of the list named name strictly; a refusal names the entry.
+func decodeEach[T any](raw []json.RawMessage, name string) ([]T, error) {
+	out := make([]T, len(raw))
+	for i, m := range raw {
+		if err := decodeStrict(m, &out[i]); err != nil {
+			return nil, refuse(fmt.Sprintf("%s[%d]", name, i), "%s", err)
+		}
+	}
+	return out, nil
 }
 
 func decodeStrict(data []byte, v any) error {

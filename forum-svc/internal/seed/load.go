@@ -219,13 +219,21 @@ func (c *checker) checkConversations(f *File) error {
 			if len(m.Message) > maxMessage {
 				return refuse(mpath, "message is longer than %d bytes", maxMessage)
 			}
-			if m.MessageDate == nil {
-				return refuse(mpath, "message_date is required")
-			}
-			if *m.MessageDate < 0 {
-				return refuse(mpath, "message_date must not be negative")
+			if err := checkDate(mpath, "message_date", m.MessageDate); err != nil {
+				return err
 			}
 		}
+	}
+	return nil
+}
+
+// checkDate refuses a missing or negative Unix time.
+func checkDate(path, field string, v *int64) error {
+	if v == nil {
+		return refuse(path, "%s is required", field)
+	}
+	if *v < 0 {
+		return refuse(path, "%s must not be negative", field)
 	}
 	return nil
 }
@@ -269,11 +277,8 @@ func (c *checker) checkReadState(f *File) error {
 			return refuse(path, "appears twice (also read_state[%d])", j)
 		}
 		seen[pair{rs.ConversationID, rs.UserID}] = i
-		if rs.LastReadDate == nil {
-			return refuse(path, "last_read_date is required")
-		}
-		if *rs.LastReadDate < 0 {
-			return refuse(path, "last_read_date must not be negative")
+		if err := checkDate(path, "last_read_date", rs.LastReadDate); err != nil {
+			return err
 		}
 	}
 	return nil
