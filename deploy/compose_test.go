@@ -69,6 +69,16 @@ type composeDependency struct {
 	Required  *bool  `yaml:"required"`
 }
 
+// service returns the service name of the file, failing the test where there is none.
+func (f composeFile) service(t testing.TB, name string) composeService {
+	t.Helper()
+	s, ok := f.Services[name]
+	if !ok {
+		t.Fatalf("no service %s", name)
+	}
+	return s
+}
+
 func loadCompose(t testing.TB) composeFile {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(repoRoot(t), "docker-compose.yml"))
@@ -197,10 +207,7 @@ func TestComposeServices(t *testing.T) {
 	for _, svc := range services {
 		t.Run(svc.Name, func(t *testing.T) {
 			c := code(t)[svc.Name]
-			s, ok := f.Services[svc.Name]
-			if !ok {
-				t.Fatalf("no service %s", svc.Name)
-			}
+			s := f.service(t, svc.Name)
 			repo, tag := parseImage(mustInterpolate(t, s.Image))
 			if repo != imageRepo(svc.Name) || tag != devTag {
 				t.Errorf("image %q; want %s:%s, the image the dev overlay runs", s.Image, imageRepo(svc.Name), devTag)
@@ -338,10 +345,7 @@ func TestComposeOneShots(t *testing.T) {
 
 func TestComposeStores(t *testing.T) {
 	f := loadCompose(t)
-	pg, ok := f.Services["postgres"]
-	if !ok {
-		t.Fatal("no postgres service")
-	}
+	pg := f.service(t, "postgres")
 	databases := map[string]bool{pg.env(t)["POSTGRES_DB"]: true}
 	persisted := false
 	for _, m := range pg.mounts(t) {
@@ -396,10 +400,7 @@ func TestComposeStores(t *testing.T) {
 // TestComposeFakeDiscord checks the fake Discord API of a token-less `make up`.
 func TestComposeFakeDiscord(t *testing.T) {
 	f := loadCompose(t)
-	fake, ok := f.Services["fake-discord"]
-	if !ok {
-		t.Fatal("no fake-discord service")
-	}
+	fake := f.service(t, "fake-discord")
 	if !slices.Equal(fake.Profiles, []string{"fake-discord"}) {
 		t.Errorf("profiles %q; want [fake-discord]: it runs only when DISCORD_TOKEN is empty", fake.Profiles)
 	}
