@@ -328,7 +328,10 @@ func startSystem(t *testing.T) *system {
 		t.Fatal(err)
 	}
 	keep(col.Proc)
-	stats, err := stack.StartService("stats-svc", bins[stack.Stats], []string{reportsDB})
+	// The reports file again as a "read replica": the replica's series
+	// (db_replica_fallbacks_total) appear only when one is configured.
+	readDB := "DATABASE_READ_URL=sqlite:" + filepath.Join(dir, "stats.db")
+	stats, err := stack.StartService("stats-svc", bins[stack.Stats], []string{reportsDB, readDB})
 	if err != nil {
 		t.Fatal(err)
 	}
