@@ -70,6 +70,13 @@ func mustLoad(t *testing.T, gdb *gorm.DB, text string) {
 }
 
 // dump is the whole content of the forum tables, for before/after comparisons.
+// participants lists the {user_id last_read_date} of a conversation's participants, by user.
+func participants(gdb *gorm.DB, conversationID int64) string {
+	var rs []struct{ UserID, LastReadDate int64 }
+	gdb.Raw("SELECT user_id, last_read_date FROM conversation_participants WHERE conversation_id = ? ORDER BY user_id", conversationID).Scan(&rs)
+	return fmt.Sprint(rs)
+}
+
 func dump(t *testing.T, gdb *gorm.DB) string {
 	t.Helper()
 	var b strings.Builder
@@ -126,10 +133,8 @@ func TestLoadAndIdempotence(t *testing.T) {
 			t.Fatalf("a second load changed the database:\n%s\nvs\n%s", first, again)
 		}
 		// Participants: the starter and the recipients; a participant without read_state has read nothing.
-		var rs []struct{ UserID, LastReadDate int64 }
-		gdb.Raw("SELECT user_id, last_read_date FROM conversation_participants WHERE conversation_id = 10 ORDER BY user_id").Scan(&rs)
-		if fmt.Sprint(rs) != "[{1 0} {2 1767225600} {3 0}]" {
-			t.Fatalf("participants %v", rs)
+		if got := participants(gdb, 10); got != "[{1 0} {2 1767225600} {3 0}]" {
+			t.Fatalf("participants %s", got)
 		}
 		// Only the hash of the key is stored.
 		var hash string
@@ -181,10 +186,8 @@ func TestParticipantsReplacedAndIncrementalFiles(t *testing.T) {
 	dialects(t, func(t *testing.T, gdb *gorm.DB) {
 		mustLoad(t, gdb, base)
 		mustLoad(t, gdb, `{"conversations": [{"conversation_id": 10, "title": "Trip!", "user_id": 1, "recipients": [2], "messages": []}]}`)
-		var rs []struct{ UserID, LastReadDate int64 }
-		gdb.Raw("SELECT user_id, last_read_date FROM conversation_participants WHERE conversation_id = 10 ORDER BY user_id").Scan(&rs)
-		if fmt.Sprint(rs) != "[{1 0} {2 1767225600}]" {
-			t.Fatalf("participants %v", rs)
+		if got := participants(gdb, 10); got != "[{1 0} {2 1767225600}]" {
+			t.Fatalf("participants %s", got)
 		}
 		var n int64
 		gdb.Raw("SELECT message_count FROM conversations WHERE conversation_id = 10").Scan(&n)
