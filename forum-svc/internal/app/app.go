@@ -37,12 +37,10 @@ const (
 type Config struct {
 	config.Common
 	RateLimit ratelimit.Config
-	Store     store.Options
 }
 
-// LoadConfig reads the environment: the common variables, RATE_LIMIT_PER_MINUTE (default 600),
-// RATE_LIMIT_BURST (default a tenth of the minute's allowance, at least 1) and
-// PAGE_QUERY_CONCURRENCY (default store.DefaultPageQueryConcurrency).
+// LoadConfig reads the environment: the common variables, RATE_LIMIT_PER_MINUTE (default 600) and
+// RATE_LIMIT_BURST (default a tenth of the minute's allowance, at least 1).
 func LoadConfig() (Config, error) {
 	common, err := config.LoadCommon(DefaultAddr, DefaultDatabaseURL)
 	if err != nil {
@@ -60,14 +58,7 @@ func LoadConfig() (Config, error) {
 	if err := rl.Validate(); err != nil {
 		return Config{}, err
 	}
-	pageConcurrency, err := config.Int("PAGE_QUERY_CONCURRENCY", store.DefaultPageQueryConcurrency)
-	if err != nil {
-		return Config{}, err
-	}
-	if pageConcurrency < 1 || pageConcurrency > 1000 {
-		return Config{}, fmt.Errorf("PAGE_QUERY_CONCURRENCY must be between 1 and 1000, not %d", pageConcurrency)
-	}
-	return Config{Common: common, RateLimit: rl, Store: store.Options{PageQueryConcurrency: pageConcurrency}}, nil
+	return Config{Common: common, RateLimit: rl}, nil
 }
 
 // openDB opens the database of url for a command, applying pending migrations first when apply
@@ -83,15 +74,14 @@ type Service struct {
 
 // Options tune NewService beyond the configuration (tests use them).
 type Options struct {
-	Auth  auth.Options
-	Store store.Options
-	Now   func() time.Time
+	Auth auth.Options
+	Now  func() time.Time
 }
 
 // NewService builds the HTTP service over an open database and an optional Redis client (nil:
 // in-process rate limits).
 func NewService(gdb *gorm.DB, rc *redis.Client, rl ratelimit.Config, log *slog.Logger, opts Options) (*Service, error) {
-	st, err := store.New(gdb, opts.Store)
+	st, err := store.New(gdb)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +118,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if rc != nil {
 		defer rc.Close()
 	}
-	svc, err := NewService(gdb, rc, cfg.RateLimit, log, Options{Store: cfg.Store})
+	svc, err := NewService(gdb, rc, cfg.RateLimit, log, Options{})
 	if err != nil {
 		return fmt.Errorf("build service: %w", err)
 	}

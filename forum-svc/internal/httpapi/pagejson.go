@@ -1,16 +1,22 @@
 package httpapi
 
 import (
+	"encoding"
+	"encoding/json"
+	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
 	"forumstats.local/forum-svc/internal/conversation"
 )
 
-// The message list is the hot response. It is encoded by hand into a pooled buffer: the bytes are
-// exactly those encoding/json writes for conversation.MessagePage (pagejson_test.go compares the
-// two), without reflection and without allocating a new buffer for every page.
+// The message list is the hot response. It is encoded into a pooled buffer by appendMessagePage,
+// which writes exactly the bytes encoding/json writes for conversation.MessagePage
+// (pagejson_test.go compares the two) without encoding/json's per-call reflection and buffer.
+// The fields and their order come from the structs' json tags, read once (flatEncoder): the
+// structs stay the one description of the response.
 
 // bufPool holds response buffers. A page of 100 long messages can be large; buffers that grew past
 // maxPooledBuf are left to the GC so that one huge page does not pin memory.
@@ -28,6 +34,11 @@ func putBuf(b *[]byte) {
 	bufPool.Put(b)
 }
 
+var (
+	messageEncoder    = newFlatEncoder[conversation.Message]()
+	paginationEncoder = newFlatEncoder[conversation.Pagination]()
+)
+
 // appendMessagePage appends p as encoding/json would marshal it. ok is false if p holds something
 // this encoder does not write (a message with an embedded conversation); the caller then uses
 // encoding/json.
@@ -38,44 +49,118 @@ func appendMessagePage(b []byte, p *conversation.MessagePage) (_ []byte, ok bool
 	} else {
 		b = append(b, '[')
 		for i := range p.Messages {
-			m := &p.Messages[i]
-			if m.Conversation != nil {
-				return b, false
-			}
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, `{"message_id":`...)
-			b = strconv.AppendInt(b, m.MessageID, 10)
-			b = append(b, `,"conversation_id":`...)
-			b = strconv.AppendInt(b, m.ConversationID, 10)
-			b = append(b, `,"message":`...)
-			b = appendJSONString(b, m.Message)
-			b = append(b, `,"message_date":`...)
-			b = strconv.AppendInt(b, m.MessageDate, 10)
-			b = append(b, `,"user_id":`...)
-			b = strconv.AppendInt(b, m.UserID, 10)
-			b = append(b, `,"username":`...)
-			b = appendJSONString(b, m.Username)
-			b = append(b, `,"is_unread":`...)
-			b = strconv.AppendBool(b, m.IsUnread)
-			b = append(b, '}')
+			if b, ok = messageEncoder.append(b, &p.Messages[i]); !ok {
+				return b, false
+			}
 		}
 		b = append(b, ']')
 	}
-	pg := &p.Pagination
-	b = append(b, `,"pagination":{"current_page":`...)
-	b = strconv.AppendInt(b, pg.CurrentPage, 10)
-	b = append(b, `,"last_page":`...)
-	b = strconv.AppendInt(b, pg.LastPage, 10)
-	b = append(b, `,"per_page":`...)
-	b = strconv.AppendInt(b, pg.PerPage, 10)
-	b = append(b, `,"shown":`...)
-	b = strconv.AppendInt(b, pg.Shown, 10)
-	b = append(b, `,"total":`...)
-	b = strconv.AppendInt(b, pg.Total, 10)
-	b = append(b, "}}"...)
-	return b, true
+	b = append(b, `,"pagination":`...)
+	if b, ok = paginationEncoder.append(b, &p.Pagination); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// flatEncoder appends a struct of int64, string and bool fields, and of omitempty pointers that
+// are nil, as encoding/json does. Its plan is made once from the struct's fields and json tags; a
+// struct it cannot plan (another field type, an embedded struct) leaves every call to
+// encoding/json (ok false).
+type flatEncoder[T any] struct {
+	fields []flatField
+	ok     bool
+}
+
+type flatField struct {
+	index int
+	key   string // `"name":`
+	kind  reflect.Kind
+}
+
+func newFlatEncoder[T any]() flatEncoder[T] {
+	t := reflect.TypeFor[T]()
+	var e flatEncoder[T]
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			return flatEncoder[T]{}
+		}
+		tag := f.Tag.Get("json")
+		if !f.IsExported() || tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "" {
+			name = f.Name
+		}
+		if !plainField(f.Type, ","+opts+",") {
+			return flatEncoder[T]{}
+		}
+		key, err := json.Marshal(name)
+		if err != nil {
+			return flatEncoder[T]{}
+		}
+		e.fields = append(e.fields, flatField{index: i, key: string(key) + ":", kind: f.Type.Kind()})
+	}
+	e.ok = true
+	return e
+}
+
+var (
+	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+// plainField tells whether flatEncoder writes a field of type t with the json options opts
+// (",a,b,") as encoding/json does: an int64, string or bool without options or methods of its
+// own, or an omitempty pointer (written only when nil, that is never).
+func plainField(t reflect.Type, opts string) bool {
+	if t.Implements(jsonMarshaler) || t.Implements(textMarshaler) ||
+		reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler) {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Int64, reflect.String, reflect.Bool:
+		return opts == ",,"
+	case reflect.Pointer:
+		return opts == ",omitempty,"
+	}
+	return false
+}
+
+func (e *flatEncoder[T]) append(b []byte, v *T) (_ []byte, ok bool) {
+	if !e.ok {
+		return b, false
+	}
+	rv := reflect.ValueOf(v).Elem()
+	b = append(b, '{')
+	first := true
+	for _, f := range e.fields {
+		fv := rv.Field(f.index)
+		if f.kind == reflect.Pointer {
+			if !fv.IsNil() {
+				return b, false
+			}
+			continue // omitempty
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, f.key...)
+		switch f.kind {
+		case reflect.Int64:
+			b = strconv.AppendInt(b, fv.Int(), 10)
+		case reflect.String:
+			b = appendJSONString(b, fv.String())
+		case reflect.Bool:
+			b = strconv.AppendBool(b, fv.Bool())
+		}
+	}
+	return append(b, '}'), true
 }
 
 const hexDigits = "0123456789abcdef"

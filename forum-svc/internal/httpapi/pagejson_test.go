@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"forumstats.local/forum-svc/internal/conversation"
@@ -74,5 +75,52 @@ func TestAppendMessagePageMatchesEncodingJSON(t *testing.T) {
 	p := conversation.MessagePage{Messages: []conversation.Message{{Conversation: &conversation.Conversation{}}}}
 	if _, ok := appendMessagePage(nil, &p); ok {
 		t.Fatal("appendMessagePage accepted an embedded conversation")
+	}
+}
+
+// flatEncoder writes what encoding/json writes for the structs it can plan, and refuses the others.
+func TestFlatEncoderFollowsTheStruct(t *testing.T) {
+	type plain struct {
+		B      bool   `json:"b"`
+		N      int64  // no tag: the field's name
+		Skip   string `json:"-"`
+		Dash   string `json:"-,"`
+		hidden int64
+		S      string `json:"s"`
+		P      *plain `json:"p,omitempty"`
+	}
+	v := plain{B: true, N: -5, Skip: "x", Dash: "d<", hidden: 1, S: "é"}
+	want, _ := json.Marshal(v)
+	enc := newFlatEncoder[plain]()
+	got, ok := enc.append(nil, &v)
+	if !ok || !bytes.Equal(got, want) {
+		t.Fatalf("flatEncoder = %s (ok %v), want %s", got, ok, want)
+	}
+	v.P = &plain{}
+	if _, ok := enc.append(nil, &v); ok {
+		t.Fatal("flatEncoder wrote a non-nil pointer")
+	}
+	type withInt struct{ N int }
+	type withOmit struct {
+		S string `json:"s,omitempty"`
+	}
+	type withString struct {
+		N int64 `json:"n,string"`
+	}
+	type withMarshaler struct{ T time.Time }
+	type embedded struct{ plain }
+	for name, ok := range map[string]bool{
+		"int":       newFlatEncoder[withInt]().ok,
+		"omitempty": newFlatEncoder[withOmit]().ok,
+		"string":    newFlatEncoder[withString]().ok,
+		"marshaler": newFlatEncoder[withMarshaler]().ok,
+		"embedded":  newFlatEncoder[embedded]().ok,
+	} {
+		if ok {
+			t.Errorf("flatEncoder planned a struct with a field it does not write (%s)", name)
+		}
+	}
+	if !messageEncoder.ok || !paginationEncoder.ok {
+		t.Fatal("flatEncoder cannot plan conversation.Message or conversation.Pagination")
 	}
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -15,77 +14,31 @@ import (
 	"forumstats.local/forum-svc/internal/conversation"
 )
 
-// messagePagePostgres is MessagePage on PostgreSQL, the request that every page view makes. It
-// goes through the page batcher (pagebatch.go), which runs it alone or pipelined with the page
-// queries of concurrent requests (runPages).
+// messagePagePostgres is MessagePage on PostgreSQL. It runs pageSQL on a connection of
+// database/sql's pool, but through pgx itself: database/sql's pgx adapter boxes every column of
+// every row into an interface value (about 85 allocations for a 20-message page); here the raw
+// column bytes are decoded in place (rawPage). The measurement in forum-svc/README.md shows what
+// this buys.
 func (s *Store) messagePagePostgres(ctx context.Context, conversationID, userID, page int64) (conversation.PageRows, error) {
-	return s.pages.do(&pageCall{ctx: ctx, conversationID: conversationID, user: userID, page: page})
-}
-
-// runPages runs PageSQL for each call on one connection of database/sql's pool, but through pgx
-// itself: database/sql's pgx adapter boxes every column of every row into an interface value
-// (about 85 allocations for a 20-message page), which made the adapter and its garbage the largest
-// cost of the request after the system calls; here the raw column bytes are decoded in place
-// (pageBuilder). Several calls go as one pipeline. A call that fails in a pipeline is run again
-// alone, so that one bad query cannot fail its neighbours. The generic path stays for SQLite;
-// TestMessagePagePathsAgree holds the two to the same answers.
-func (s *Store) runPages(ctx context.Context, calls []*pageCall) {
-	s.runPagesOnce(ctx, calls)
-	if len(calls) == 1 {
-		return
-	}
-	for _, c := range calls {
-		if c.err != nil && !errors.Is(c.err, conversation.ErrConversationNotFound) && c.ctx.Err() == nil {
-			s.runPagesOnce(c.ctx, []*pageCall{c})
-		}
-	}
-}
-
-func (s *Store) runPagesOnce(ctx context.Context, calls []*pageCall) {
 	conn, err := s.sql.Conn(ctx)
 	if err != nil {
-		failPages(calls, err)
-		return
+		return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
 	}
 	defer conn.Close()
+	var out conversation.PageRows
 	err = conn.Raw(func(driverConn any) error {
 		sc, ok := driverConn.(*stdlib.Conn)
 		if !ok {
-			return fmt.Errorf("driver connection is %T, not pgx", driverConn)
+			return fmt.Errorf("read message page: driver connection is %T, not pgx", driverConn)
 		}
-		pc := sc.Conn()
-		if len(calls) == 1 {
-			c := calls[0]
-			rows, err := pc.Query(ctx, s.q.page, c.conversationID, c.page, c.page, c.conversationID, c.user)
-			c.rows, c.err = readPage(rows, err, c.conversationID)
-			return nil
-		}
-		var batch pgx.Batch
-		for _, c := range calls {
-			batch.Queue(s.q.page, c.conversationID, c.page, c.page, c.conversationID, c.user)
-		}
-		results := pc.SendBatch(ctx, &batch)
-		for _, c := range calls {
-			rows, err := results.Query()
-			c.rows, c.err = readPage(rows, err, c.conversationID)
-		}
-		// Every call has its answer now (a failure shows in the rows of the call it hit); closing
-		// only ends the pipeline, and a connection it finds broken is dropped by the pool.
-		_ = results.Close()
-		return nil
+		rows, err := sc.Conn().Query(ctx, s.q.page, pageArgs(conversationID, userID, page)...)
+		out, err = readPage(rows, err, conversationID)
+		return err
 	})
-	if err != nil { // the function did not run, or refused the connection: no call has an answer
-		failPages(calls, err)
-	}
+	return out, err
 }
 
-func failPages(calls []*pageCall, err error) {
-	for _, c := range calls {
-		c.rows, c.err = conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
-	}
-}
-
-// readPage reads PageSQL's result for one call (err is the error of starting the query).
+// readPage reads pageSQL's result (err is the error of starting the query).
 func readPage(rows pgx.Rows, err error, conversationID int64) (conversation.PageRows, error) {
 	if err != nil {
 		return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
@@ -93,11 +46,8 @@ func readPage(rows pgx.Rows, err error, conversationID int64) (conversation.Page
 	defer rows.Close()
 	// A failed statement shows as no rows and rows.Err (pgx reports errors lazily).
 	fields := rows.FieldDescriptions()
-	var b pageBuilder
+	b := rawPage{pageBuilder: pageBuilder{conversationID: conversationID}}
 	for rows.Next() {
-		if len(fields) != pageColumns {
-			return conversation.PageRows{}, fmt.Errorf("read message page: %d columns, want %d", len(fields), pageColumns)
-		}
 		if err := b.add(fields, rows.RawValues()); err != nil {
 			return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
 		}
@@ -105,86 +55,70 @@ func readPage(rows pgx.Rows, err error, conversationID int64) (conversation.Page
 	if err := rows.Err(); err != nil {
 		return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
 	}
-	return b.result(conversationID)
+	return b.result()
 }
 
-// pageColumns is the number of columns of PageSQL.
-const pageColumns = 8
-
-// pageBuilder turns PageSQL's rows, as raw PostgreSQL values, into PageRows. The message texts and
-// usernames are appended to one buffer and become substrings of a single string at the end: one
-// allocation for the page's text instead of two a row.
-type pageBuilder struct {
-	out   conversation.PageRows
-	found bool
+// rawPage builds a page from pageSQL's rows as raw PostgreSQL values. The texts are appended to
+// one buffer and become substrings of a single string at the end: one allocation for the page's
+// text instead of one a text column and row.
+type rawPage struct {
+	pageBuilder
 	text  []byte
-	spans []textSpan // per message: message and username in text
+	spans []textSpan
 }
 
-type textSpan struct{ message, username [2]int }
+// textSpan is where a text column of a message lies in rawPage.text.
+type textSpan struct{ message, column, start, end int }
 
-func (b *pageBuilder) add(fields []pgconn.FieldDescription, vals [][]byte) error {
-	if len(vals) != pageColumns {
-		return fmt.Errorf("%d values, want %d", len(vals), pageColumns)
+func (b *rawPage) add(fields []pgconn.FieldDescription, vals [][]byte) error {
+	if len(fields) != len(pageColumns) || len(vals) != len(pageColumns) {
+		return fmt.Errorf("%d columns, want %d", len(vals), len(pageColumns))
 	}
 	if !b.found {
-		var err error
-		if b.out.Total, err = notNullInt64(fields[0], vals[0]); err == nil {
-			if b.out.PerPage, err = notNullInt64(fields[1], vals[1]); err == nil {
-				b.out.LastReadDate, err = notNullInt64(fields[2], vals[2])
+		for i, c := range pageColumns {
+			if c.header == nil {
+				continue
 			}
+			n, err := notNullInt64(fields[i], vals[i])
+			if err != nil {
+				return err
+			}
+			*c.header(&b.out) = n
 		}
-		if err != nil {
-			return err
+		b.begin()
+		if n := cap(b.out.Messages); n > 0 {
+			b.spans = make([]textSpan, 0, n*pageTextColumns)
+			b.text = make([]byte, 0, n*128) // room for typical messages in one go
 		}
-		if b.out.PerPage > 0 && b.out.PerPage <= MaxMessagesPerPage {
-			b.out.Messages = make([]conversation.MessageRow, 0, b.out.PerPage)
-			b.spans = make([]textSpan, 0, b.out.PerPage)
-			b.text = make([]byte, 0, b.out.PerPage*128) // room for typical messages in one go
-		}
-		b.found = true
 	}
-	if vals[3] == nil {
+	if vals[pageKeyColumn] == nil {
 		return nil // the reader's row without a message: no message on this page
 	}
-	var m conversation.MessageRow
-	var err error
-	if m.MessageID, err = rawInt64(fields[3], vals[3]); err == nil {
-		if m.MessageDate, err = rawInt64(fields[5], vals[5]); err == nil {
-			m.UserID, err = rawInt64(fields[6], vals[6])
+	m := b.message()
+	for i, c := range pageColumns {
+		switch {
+		case c.number != nil:
+			n, err := rawInt64(fields[i], vals[i])
+			if err != nil {
+				return err
+			}
+			*c.number(m) = n
+		case c.text != nil:
+			// Binary and text format are both the UTF-8 bytes; NULL becomes "", as sql.NullString has it.
+			start := len(b.text)
+			b.text = append(b.text, vals[i]...)
+			b.spans = append(b.spans, textSpan{len(b.out.Messages) - 1, i, start, len(b.text)})
 		}
 	}
-	if err != nil {
-		return err
-	}
-	var span textSpan
-	span.message = b.appendText(vals[4])
-	span.username = b.appendText(vals[7])
-	b.out.Messages = append(b.out.Messages, m)
-	b.spans = append(b.spans, span)
 	return nil
 }
 
-// appendText keeps a text value (binary and text format are both the UTF-8 bytes; NULL becomes
-// "", as sql.NullString does).
-func (b *pageBuilder) appendText(v []byte) [2]int {
-	start := len(b.text)
-	b.text = append(b.text, v...)
-	return [2]int{start, len(b.text)}
-}
-
-func (b *pageBuilder) result(conversationID int64) (conversation.PageRows, error) {
-	if !b.found {
-		return conversation.PageRows{}, conversation.ErrConversationNotFound
-	}
+func (b *rawPage) result() (conversation.PageRows, error) {
 	text := string(b.text)
-	for i := range b.out.Messages {
-		m, sp := &b.out.Messages[i], b.spans[i]
-		m.ConversationID = conversationID
-		m.Message = text[sp.message[0]:sp.message[1]]
-		m.Username = text[sp.username[0]:sp.username[1]]
+	for _, sp := range b.spans {
+		*pageColumns[sp.column].text(&b.out.Messages[sp.message]) = text[sp.start:sp.end]
 	}
-	return b.out, nil
+	return b.pageBuilder.result()
 }
 
 func notNullInt64(f pgconn.FieldDescription, v []byte) (int64, error) {

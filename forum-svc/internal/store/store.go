@@ -1,7 +1,7 @@
 // Package store is forum-svc's persistence on PostgreSQL or SQLite. The request-path reads go
 // straight to database/sql with statements written once and rebound for the dialect, except the
-// message page on PostgreSQL, which goes through pgx and may share pipelines with concurrent
-// requests (pgpage.go, pagebatch.go); the rarer writes (CLI) go through GORM.
+// message page on PostgreSQL, which is decoded from pgx's raw values (page.go, pgpage.go); the
+// rarer writes (CLI) go through GORM.
 package store
 
 import (
@@ -22,9 +22,9 @@ import (
 
 // Store implements conversation.Store and auth.Store.
 type Store struct {
-	sql   *sql.DB
-	q     queries
-	pages *pageBatcher // only where the dialect has NativeConn (PostgreSQL)
+	sql     *sql.DB
+	dialect db.Dialect
+	q       queries
 }
 
 var (
@@ -32,63 +32,15 @@ var (
 	_ auth.Store         = (*Store)(nil)
 )
 
-// Options tune a Store; the zero value is the default.
-type Options struct {
-	// PageQueryConcurrency is how many message-page queries (or pipelines of them) run on
-	// PostgreSQL at once; page requests beyond it are queued and pipelined (pagebatch.go).
-	// 0 means DefaultPageQueryConcurrency.
-	PageQueryConcurrency int
-}
-
-// DefaultPageQueryConcurrency suits a database server of a few cores; raise it for a bigger one.
-const DefaultPageQueryConcurrency = 4
-
-// maxPageBatch bounds a pipeline, so that a queued request waits for at most this many others.
-const maxPageBatch = 16
-
 // New wraps a database opened by shared/db.
-func New(gdb *gorm.DB, opts Options) (*Store, error) {
+func New(gdb *gorm.DB) (*Store, error) {
 	sqlDB, err := gdb.DB()
 	if err != nil {
 		return nil, err
 	}
 	dialect := db.DialectOf(gdb)
-	st := &Store{sql: sqlDB, q: newQueries(dialect)}
-	if dialect.NativeConn {
-		concurrency := opts.PageQueryConcurrency
-		if concurrency <= 0 {
-			concurrency = DefaultPageQueryConcurrency
-		}
-		st.pages = newPageBatcher(concurrency, maxPageBatch, st.runPages)
-	}
-	return st, nil
+	return &Store{sql: sqlDB, dialect: dialect, q: newQueries(dialect)}, nil
 }
-
-// PageSQL reads a page of messages in one round trip: the reader's participant row proves access,
-// and the message count and the page size in force come with the page. The page is an index
-// range on (conversation_id, position), ((page-1)*per, page*per] (conversation.PositionRange),
-// never an OFFSET scan. The range sits in a derived table bounded by LIMIT 100 (the largest page
-// size the schema allows) so that PostgreSQL's estimate stays small and it settles on one generic
-// plan for the prepared statement instead of planning every execution.
-// Parameters: conversation, page, page, conversation, user.
-const PageSQL = `
-SELECT c.message_count, o.messages_per_page, p.last_read_date,
-       m.message_id, m.message, m.message_date, m.user_id, m.username
-FROM conversation_participants p
-JOIN conversations c ON c.conversation_id = p.conversation_id
-CROSS JOIN forum_options o
-LEFT JOIN (
-    SELECT m.message_id, m.message, m.message_date, m.user_id, u.username, m.position
-    FROM conversation_messages m
-    JOIN users u ON u.user_id = m.user_id
-    WHERE m.conversation_id = ?
-      AND m.position BETWEEN (CAST(? AS BIGINT) - 1) * (SELECT messages_per_page FROM forum_options) + 1
-                         AND CAST(? AS BIGINT) * (SELECT messages_per_page FROM forum_options)
-    ORDER BY m.position
-    LIMIT 100
-) m ON TRUE
-WHERE p.conversation_id = ? AND p.user_id = ?
-ORDER BY m.position`
 
 const conversationColumns = `c.conversation_id, c.title, c.user_id, cu.username, c.start_date,
        c.message_count, c.first_message_id, c.last_message_id, c.last_message_date, p.last_read_date`
@@ -140,7 +92,7 @@ type queries struct {
 func newQueries(d db.Dialect) queries {
 	r := func(q string) string { return rebind(q, d) }
 	return queries{
-		page: r(PageSQL), conversation: r(conversationSQL), message: r(messageSQL),
+		page: r(pageSQL), conversation: r(conversationSQL), message: r(messageSQL),
 		recipients: r(recipientsSQL), markRead: r(markReadSQL), markUnread: r(markUnreadSQL),
 		key: r(keySQL), userExists: r(userExistsSQL),
 	}
@@ -167,116 +119,10 @@ func rebind(q string, d db.Dialect) string {
 
 // MessagePage implements conversation.Store.
 func (s *Store) MessagePage(ctx context.Context, conversationID, userID, page int64) (conversation.PageRows, error) {
-	if s.pages != nil {
+	if s.dialect.NativeConn {
 		return s.messagePagePostgres(ctx, conversationID, userID, page)
 	}
 	return s.messagePageSQL(ctx, conversationID, userID, page)
-}
-
-// messagePageSQL is MessagePage through database/sql, for SQLite (any driver).
-func (s *Store) messagePageSQL(ctx context.Context, conversationID, userID, page int64) (conversation.PageRows, error) {
-	rows, err := s.sql.QueryContext(ctx, s.q.page, conversationID, page, page, conversationID, userID)
-	if err != nil {
-		return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
-	}
-	defer rows.Close()
-	// The columns are scanned into interface values (database/sql's cheapest destination: no
-	// reflection) and converted by nullInt64 and nullString, which do what sql.NullInt64 and
-	// sql.NullString do. One set of destinations serves every row.
-	var (
-		out   conversation.PageRows
-		found bool
-		col   [8]any
-	)
-	dest := [8]any{&col[0], &col[1], &col[2], &col[3], &col[4], &col[5], &col[6], &col[7]}
-	for rows.Next() {
-		if err := rows.Scan(dest[:]...); err != nil {
-			return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
-		}
-		if !found {
-			var err error
-			if out.Total, err = int64Column(col[0]); err == nil {
-				if out.PerPage, err = int64Column(col[1]); err == nil {
-					out.LastReadDate, err = int64Column(col[2])
-				}
-			}
-			if err != nil {
-				return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
-			}
-			if out.PerPage > 0 && out.PerPage <= MaxMessagesPerPage {
-				out.Messages = make([]conversation.MessageRow, 0, out.PerPage) // the page size in force
-			}
-			found = true
-		}
-		id, err := nullInt64(col[3])
-		if err != nil {
-			return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
-		}
-		if !id.Valid {
-			continue // the reader's row without a message: no message on this page
-		}
-		m := conversation.MessageRow{MessageID: id.Int64, ConversationID: conversationID}
-		var (
-			date, author   sql.NullInt64
-			text, username sql.NullString
-		)
-		if text, err = nullString(col[4]); err == nil {
-			if date, err = nullInt64(col[5]); err == nil {
-				if author, err = nullInt64(col[6]); err == nil {
-					username, err = nullString(col[7])
-				}
-			}
-		}
-		if err != nil {
-			return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
-		}
-		m.Message, m.MessageDate, m.UserID, m.Username = text.String, date.Int64, author.Int64, username.String
-		out.Messages = append(out.Messages, m)
-	}
-	if err := rows.Err(); err != nil {
-		return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
-	}
-	if !found {
-		return conversation.PageRows{}, conversation.ErrConversationNotFound
-	}
-	return out, nil
-}
-
-// nullInt64 converts a scanned column value as sql.NullInt64.Scan does, without its reflection for
-// the values the drivers return (int64 or NULL).
-func nullInt64(v any) (sql.NullInt64, error) {
-	switch v := v.(type) {
-	case int64:
-		return sql.NullInt64{Int64: v, Valid: true}, nil
-	case nil:
-		return sql.NullInt64{}, nil
-	}
-	var n sql.NullInt64
-	err := n.Scan(v)
-	return n, err
-}
-
-// int64Column converts a scanned NOT NULL column value as scanning into *int64 does.
-func int64Column(v any) (int64, error) {
-	n, err := nullInt64(v)
-	if err == nil && !n.Valid {
-		err = errors.New("converting NULL to int64 is unsupported")
-	}
-	return n.Int64, err
-}
-
-// nullString converts a scanned column value as sql.NullString.Scan does, without its reflection
-// for the values the drivers return (string or NULL).
-func nullString(v any) (sql.NullString, error) {
-	switch v := v.(type) {
-	case string:
-		return sql.NullString{String: v, Valid: true}, nil
-	case nil:
-		return sql.NullString{}, nil
-	}
-	var s sql.NullString
-	err := s.Scan(v)
-	return s, err
 }
 
 func scanConversation(dest []any, c *conversation.ConversationRow) []any {

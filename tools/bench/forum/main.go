@@ -24,14 +24,14 @@ import (
 
 // options are the command's flags.
 type options struct {
-	adminURL        string
-	messages        int
-	samples         int
-	rounds          int
-	round           time.Duration
-	clients         int
-	pageConcurrency int
-	keep            bool
+	adminURL string
+	messages int
+	samples  int
+	rounds   int
+	round    time.Duration
+	clients  int
+	keep     bool
+	compare  []string // other forum-svc binaries measured in the same rounds
 }
 
 func main() {
@@ -49,8 +49,11 @@ func parseFlags() options {
 	flag.IntVar(&o.rounds, "rounds", 5, "throughput rounds (each an HTTP run and a pgbench run), after one warm-up round")
 	flag.DurationVar(&o.round, "round", 2*time.Second, "length of each side of a throughput round (whole seconds)")
 	flag.IntVar(&o.clients, "clients", 16, "concurrent clients (HTTP and pgbench)")
-	flag.IntVar(&o.pageConcurrency, "page-concurrency", 0, "the service's PAGE_QUERY_CONCURRENCY (0: its default)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the bench database afterwards")
+	flag.Func("compare", "another forum-svc binary to serve the same database and take its turn in every throughput round (repeatable); measures what a change buys", func(path string) error {
+		o.compare = append(o.compare, path)
+		return nil
+	})
 	flag.Parse()
 	return o
 }

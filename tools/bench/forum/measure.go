@@ -23,6 +23,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"forumstats.local/tools/stack"
 )
 
 // headerAPIKey is the service's key header (contract section 3).
@@ -32,12 +34,21 @@ const headerAPIKey = "Forum-Api-Key"
 type results struct {
 	firstPage, lastPage time.Duration // median latencies
 	lastPageNo          int
-	rps, tps            []float64     // per round, after the warm-up round
-	serviceCPU          time.Duration // the service's CPU time per HTTP request
-	loadCPU             time.Duration // the load generator's (this process's) CPU time per request
-	roundTrips, queries float64       // page-query round trips and the queries they carried (/metrics)
+	runs                []*throughput // the bench's own build first, then the -compare binaries
 	script              string        // the pgbench script
 }
+
+// throughput is one service's side of the throughput rounds.
+type throughput struct {
+	name       string
+	svc        *stack.Service
+	load       *load
+	rps, tps   []float64     // per round, after the warm-up round; tps is the pgbench run after it
+	serviceCPU time.Duration // the service's CPU time per HTTP request
+	loadCPU    time.Duration // the load generator's (this process's) CPU time per request
+}
+
+func (t *throughput) ratio() float64 { return mean(t.rps) / mean(t.tps) }
 
 func measure(e *benchEnv, o options) (results, error) {
 	ctx := context.Background()
@@ -56,13 +67,16 @@ func measure(e *benchEnv, o options) (results, error) {
 	}
 	defer pg.cleanup()
 	r.script = pg.script
-	load := newLoad(e.svc.Addr, path, e.key, e.lastPage, o.clients)
-	defer load.close()
-	if err := measureThroughput(load, pg, e.svc.Pid(), o, &r); err != nil {
-		return r, err
+	for i, svc := range append([]*stack.Service{e.svc}, e.others...) {
+		name := "forum-svc"
+		if i > 0 {
+			name = o.compare[i-1]
+		}
+		t := &throughput{name: name, svc: svc, load: newLoad(svc.Addr, path, e.key, e.lastPage, o.clients)}
+		defer t.load.close()
+		r.runs = append(r.runs, t)
 	}
-	r.roundTrips, r.queries, err = histogramTotals(e.svc.URL+"/metrics", "forum_page_query_batch_size")
-	return r, err
+	return r, measureThroughput(r.runs, pg, o)
 }
 
 // measureLatency times the first and the last page alternately, so that drift hits both alike.
@@ -95,40 +109,52 @@ func measureLatency(e *benchEnv, base string, samples int, r *results) error {
 // measureThroughput runs HTTP requests for random pages and pgbench running the same statement
 // with the same random pages on the same database, in alternating rounds of equal length, so that
 // a drift in the machine's speed (shared hosts drift by 10-40% within a minute) falls on both
-// sides alike. The first round of each is a warm-up.
-func measureThroughput(l *load, pg *pgbench, servicePid int, o options, r *results) error {
-	var requests int64
-	var serviceCPU, loadCPU time.Duration
+// sides alike. With -compare, every service takes its turn in every round, each followed by its
+// own pgbench run. The first round is a warm-up.
+func measureThroughput(runs []*throughput, pg *pgbench, o options) error {
+	requests := make([]int64, len(runs))
 	for i := 0; i <= o.rounds; i++ {
-		svcBefore, err := processCPU(servicePid)
-		if err != nil {
-			return err
+		for j, t := range runs {
+			n, rps, cpu, loadCPU, err := t.round(o.round)
+			if err != nil {
+				return err
+			}
+			tps, err := pg.run(o.round)
+			if err != nil {
+				return err
+			}
+			if i == 0 {
+				continue
+			}
+			t.rps, t.tps = append(t.rps, rps), append(t.tps, tps)
+			requests[j] += n
+			t.serviceCPU += cpu
+			t.loadCPU += loadCPU
 		}
-		selfBefore := selfCPU()
-		rps, n, err := l.run(o.round)
-		if err != nil {
-			return err
-		}
-		svcAfter, err := processCPU(servicePid)
-		if err != nil {
-			return err
-		}
-		selfAfter := selfCPU()
-		tps, err := pg.run(o.round)
-		if err != nil {
-			return err
-		}
-		if i == 0 {
-			continue
-		}
-		r.rps, r.tps = append(r.rps, rps), append(r.tps, tps)
-		requests += n
-		serviceCPU += svcAfter - svcBefore
-		loadCPU += selfAfter - selfBefore
 	}
-	r.serviceCPU = serviceCPU / time.Duration(max(requests, 1))
-	r.loadCPU = loadCPU / time.Duration(max(requests, 1))
+	for j, t := range runs {
+		t.serviceCPU /= time.Duration(max(requests[j], 1))
+		t.loadCPU /= time.Duration(max(requests[j], 1))
+	}
 	return nil
+}
+
+// round runs t's HTTP load for d and returns the requests served, their rate and the CPU time
+// the service and the load generator spent meanwhile.
+func (t *throughput) round(d time.Duration) (requests int64, rps float64, serviceCPU, loadCPU time.Duration, err error) {
+	svcBefore, err := processCPU(t.svc.Pid())
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	selfBefore := selfCPU()
+	if requests, rps, err = t.load.run(d); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	svcAfter, err := processCPU(t.svc.Pid())
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	return requests, rps, svcAfter - svcBefore, selfCPU() - selfBefore, nil
 }
 
 // get requests u with the key and returns the latency; the body must be a full page. (The
@@ -200,39 +226,6 @@ func processCPU(pid int) (time.Duration, error) {
 		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
 	return time.Duration(utime+stime) * clockTick, nil
-}
-
-// histogramTotals reads a histogram's sample count and sum from a Prometheus text exposition
-// (0, 0 if the service does not export it).
-func histogramTotals(metricsURL, name string) (count, sum float64, err error) {
-	resp, err := http.Get(metricsURL)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, 0, fmt.Errorf("GET %s: %s", metricsURL, resp.Status)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		metric, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			continue
-		}
-		var dst *float64
-		switch metric {
-		case name + "_count":
-			dst = &count
-		case name + "_sum":
-			dst = &sum
-		default:
-			continue
-		}
-		if *dst, err = strconv.ParseFloat(value, 64); err != nil {
-			return 0, 0, fmt.Errorf("%s: %w", metric, err)
-		}
-	}
-	return count, sum, sc.Err()
 }
 
 var tpsLine = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
@@ -329,9 +322,9 @@ func (l *load) close() {
 	}
 }
 
-// run requests pages from every client for d and returns the requests per second and the number
-// of requests. Any failed request fails the run.
-func (l *load) run(d time.Duration) (float64, int64, error) {
+// run requests pages from every client for d and returns the number of requests and their rate
+// per second. Any failed request fails the run.
+func (l *load) run(d time.Duration) (int64, float64, error) {
 	var ok, failed atomic.Int64
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
@@ -356,7 +349,7 @@ func (l *load) run(d time.Duration) (float64, int64, error) {
 	if failed.Load() > 0 {
 		return 0, 0, fmt.Errorf("%d HTTP requests failed during the throughput run, the first: %v", failed.Load(), firstErr.Load())
 	}
-	return float64(ok.Load()) / elapsed.Seconds(), ok.Load(), nil
+	return ok.Load(), float64(ok.Load()) / elapsed.Seconds(), nil
 }
 
 // loadClient is the throughput run's HTTP/1.1 client: one keep-alive connection, a request

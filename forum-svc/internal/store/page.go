@@ -1,0 +1,227 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"forumstats.local/forum-svc/internal/conversation"
+)
+
+// The message page, the request every page view makes. pageColumns is the one place that knows
+// its columns: pageSQL's select lists are built from it, and both decoders (messagePageSQL below,
+// through database/sql; readPage in pgpage.go, from pgx's raw values on PostgreSQL) fill the page
+// through it, knowing only whether a column is a number or a text. Adding a column is a line in
+// pageColumns and a field of conversation.MessageRow; TestMessagePagePathsAgree holds the two
+// decoders to the same answers.
+
+// pageColumn is one column of pageSQL: a header column (a number of the page, the same on every
+// row), or a message column, selected by the derived table m and NULL on the reader's row when the
+// page has no message.
+type pageColumn struct {
+	// expr is the select expression: in the outer select for a header column, in m's select for
+	// a message column (the outer select reads it from m under its own name).
+	expr   string
+	header func(*conversation.PageRows) *int64    // a header column
+	number func(*conversation.MessageRow) *int64  // a message column holding a number
+	text   func(*conversation.MessageRow) *string // a message column holding a text
+}
+
+// pageColumns, in select order. The first message column is the message's key: NULL there means
+// that the row carries no message. NULL elsewhere reads as 0 or "".
+var pageColumns = []pageColumn{
+	{expr: "c.message_count", header: func(p *conversation.PageRows) *int64 { return &p.Total }},
+	{expr: "o.messages_per_page", header: func(p *conversation.PageRows) *int64 { return &p.PerPage }},
+	{expr: "p.last_read_date", header: func(p *conversation.PageRows) *int64 { return &p.LastReadDate }},
+	{expr: "m.message_id", number: func(m *conversation.MessageRow) *int64 { return &m.MessageID }},
+	{expr: "m.message", text: func(m *conversation.MessageRow) *string { return &m.Message }},
+	{expr: "m.message_date", number: func(m *conversation.MessageRow) *int64 { return &m.MessageDate }},
+	{expr: "m.user_id", number: func(m *conversation.MessageRow) *int64 { return &m.UserID }},
+	{expr: "u.username", text: func(m *conversation.MessageRow) *string { return &m.Username }},
+}
+
+var (
+	// pageKeyColumn is the index of the first message column.
+	pageKeyColumn = slices.IndexFunc(pageColumns, func(c pageColumn) bool { return c.header == nil })
+	// pageTextColumns is the number of text columns.
+	pageTextColumns = len(slices.DeleteFunc(slices.Clone(pageColumns), func(c pageColumn) bool { return c.text == nil }))
+)
+
+// pageSQL reads a page of messages in one round trip: the reader's participant row proves access,
+// and the message count and the page size in force come with the page. The page is the index
+// range of positions (page-1)*per+1 .. page*per on (conversation_id, position), never an OFFSET
+// scan. The range sits in a derived table bounded by LIMIT 100 (the largest page size the schema
+// allows) so that PostgreSQL's estimate stays small and it settles on one generic plan for the
+// prepared statement instead of planning every execution. Its parameters are pageArgs.
+var pageSQL = buildPageSQL()
+
+func buildPageSQL() string {
+	var outer, inner []string
+	for _, c := range pageColumns {
+		if c.header != nil {
+			outer = append(outer, c.expr)
+			continue
+		}
+		_, name, _ := strings.Cut(c.expr, ".")
+		outer = append(outer, "m."+name)
+		inner = append(inner, c.expr)
+	}
+	return `
+SELECT ` + strings.Join(outer, ", ") + `
+FROM conversation_participants p
+JOIN conversations c ON c.conversation_id = p.conversation_id
+CROSS JOIN forum_options o
+LEFT JOIN (
+    SELECT ` + strings.Join(inner, ", ") + `, m.position
+    FROM conversation_messages m
+    JOIN users u ON u.user_id = m.user_id
+    WHERE m.conversation_id = ?
+      AND m.position BETWEEN (CAST(? AS BIGINT) - 1) * (SELECT messages_per_page FROM forum_options) + 1
+                         AND CAST(? AS BIGINT) * (SELECT messages_per_page FROM forum_options)
+    ORDER BY m.position
+    LIMIT 100
+) m ON TRUE
+WHERE p.conversation_id = ? AND p.user_id = ?
+ORDER BY m.position`
+}
+
+// pageArgs are pageSQL's parameters, in order.
+func pageArgs(conversationID, userID, page int64) []any {
+	return []any{conversationID, page, page, conversationID, userID}
+}
+
+// pageBuilder assembles PageRows from pageSQL's rows, whichever decoder reads them.
+type pageBuilder struct {
+	conversationID int64
+	out            conversation.PageRows
+	found          bool
+}
+
+// begin follows the first row's header columns: the page exists for the reader.
+func (b *pageBuilder) begin() {
+	if b.out.PerPage > 0 && b.out.PerPage <= MaxMessagesPerPage {
+		b.out.Messages = make([]conversation.MessageRow, 0, b.out.PerPage) // the page size in force
+	}
+	b.found = true
+}
+
+// message appends a message for the decoder to fill; the pointer is valid until the next call.
+func (b *pageBuilder) message() *conversation.MessageRow {
+	b.out.Messages = append(b.out.Messages, conversation.MessageRow{ConversationID: b.conversationID})
+	return &b.out.Messages[len(b.out.Messages)-1]
+}
+
+func (b *pageBuilder) result() (conversation.PageRows, error) {
+	if !b.found { // no participant row: no such conversation for this reader
+		return conversation.PageRows{}, conversation.ErrConversationNotFound
+	}
+	return b.out, nil
+}
+
+// messagePageSQL is MessagePage through database/sql, for SQLite (any driver).
+func (s *Store) messagePageSQL(ctx context.Context, conversationID, userID, page int64) (conversation.PageRows, error) {
+	rows, err := s.sql.QueryContext(ctx, s.q.page, pageArgs(conversationID, userID, page)...)
+	if err != nil {
+		return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
+	}
+	defer rows.Close()
+	// The columns are scanned into interface values (database/sql's cheapest destination: no
+	// reflection) and converted by nullInt64 and nullString, which do what sql.NullInt64 and
+	// sql.NullString do. One set of destinations serves every row.
+	vals := make([]any, len(pageColumns))
+	dest := make([]any, len(pageColumns))
+	for i := range vals {
+		dest[i] = &vals[i]
+	}
+	b := pageBuilder{conversationID: conversationID}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
+		}
+		if err := b.addScanned(vals); err != nil {
+			return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
+	}
+	return b.result()
+}
+
+// addScanned adds a row scanned by database/sql.
+func (b *pageBuilder) addScanned(vals []any) error {
+	if !b.found {
+		for i, c := range pageColumns {
+			if c.header == nil {
+				continue
+			}
+			n, err := int64Column(vals[i])
+			if err != nil {
+				return fmt.Errorf("column %s: %w", c.expr, err)
+			}
+			*c.header(&b.out) = n
+		}
+		b.begin()
+	}
+	if vals[pageKeyColumn] == nil {
+		return nil // the reader's row without a message: no message on this page
+	}
+	m := b.message()
+	for i, c := range pageColumns {
+		var err error
+		switch {
+		case c.number != nil:
+			var n sql.NullInt64
+			n, err = nullInt64(vals[i])
+			*c.number(m) = n.Int64
+		case c.text != nil:
+			var s sql.NullString
+			s, err = nullString(vals[i])
+			*c.text(m) = s.String
+		}
+		if err != nil {
+			return fmt.Errorf("column %s: %w", c.expr, err)
+		}
+	}
+	return nil
+}
+
+// nullInt64 converts a scanned column value as sql.NullInt64.Scan does, without its reflection for
+// the values the drivers return (int64 or NULL).
+func nullInt64(v any) (sql.NullInt64, error) {
+	switch v := v.(type) {
+	case int64:
+		return sql.NullInt64{Int64: v, Valid: true}, nil
+	case nil:
+		return sql.NullInt64{}, nil
+	}
+	var n sql.NullInt64
+	err := n.Scan(v)
+	return n, err
+}
+
+// int64Column converts a scanned NOT NULL column value as scanning into *int64 does.
+func int64Column(v any) (int64, error) {
+	n, err := nullInt64(v)
+	if err == nil && !n.Valid {
+		err = errors.New("converting NULL to int64 is unsupported")
+	}
+	return n.Int64, err
+}
+
+// nullString converts a scanned column value as sql.NullString.Scan does, without its reflection
+// for the values the drivers return (string or NULL).
+func nullString(v any) (sql.NullString, error) {
+	switch v := v.(type) {
+	case string:
+		return sql.NullString{String: v, Valid: true}, nil
+	case nil:
+		return sql.NullString{}, nil
+	}
+	var s sql.NullString
+	err := s.Scan(v)
+	return s, err
+}

@@ -1,0 +1,128 @@
+package store
+
+import (
+	"context"
+
+	"forumstats.local/forum-svc/internal/auth"
+	"forumstats.local/forum-svc/internal/conversation"
+	"forumstats.local/shared/db"
+)
+
+// Routed sends reads to a Store over the read replica and writes to the Store over the
+// primary (DATABASE_READ_URL). A user's reads stay on the primary for a few seconds after that
+// user wrote (db.Reads.Pin), so that a client never sees its own mark undone by replication
+// lag; a replica that fails is skipped and its reads answered by the primary (db.Reads). Each
+// Store keeps its own statements and its pgx page path on its own pool.
+type Routed struct {
+	primary, replica *Store
+	reads            *db.Reads
+}
+
+var (
+	_ conversation.Store = (*Routed)(nil)
+	_ auth.Store         = (*Routed)(nil)
+)
+
+// NewRouted routes between primary and replica (Stores over reads' two databases).
+func NewRouted(primary, replica *Store, reads *db.Reads) *Routed {
+	return &Routed{primary: primary, replica: replica, reads: reads}
+}
+
+// read runs fn on the replica's Store unless user (0: none) wrote recently; fn runs again on
+// the primary's when the replica fails.
+func (r *Routed) read(ctx context.Context, user int64, fn func(*Store) error) error {
+	if user != 0 && r.reads.Pinned(user) {
+		return fn(r.primary)
+	}
+	return r.reads.Do(ctx, func(replica bool) error {
+		if replica {
+			return fn(r.replica)
+		}
+		return fn(r.primary)
+	})
+}
+
+// MessagePage implements conversation.Store.
+func (r *Routed) MessagePage(ctx context.Context, conversationID, userID, page int64) (conversation.PageRows, error) {
+	var out conversation.PageRows
+	err := r.read(ctx, userID, func(s *Store) error {
+		var err error
+		out, err = s.MessagePage(ctx, conversationID, userID, page)
+		return err
+	})
+	return out, err
+}
+
+// Message implements conversation.Store.
+func (r *Routed) Message(ctx context.Context, messageID, userID int64) (conversation.MessageRow, conversation.ConversationRow, error) {
+	var (
+		m conversation.MessageRow
+		c conversation.ConversationRow
+	)
+	err := r.read(ctx, userID, func(s *Store) error {
+		var err error
+		m, c, err = s.Message(ctx, messageID, userID)
+		return err
+	})
+	return m, c, err
+}
+
+// Conversation implements conversation.Store.
+func (r *Routed) Conversation(ctx context.Context, conversationID, userID int64) (conversation.ConversationRow, error) {
+	var c conversation.ConversationRow
+	err := r.read(ctx, userID, func(s *Store) error {
+		var err error
+		c, err = s.Conversation(ctx, conversationID, userID)
+		return err
+	})
+	return c, err
+}
+
+// MarkRead implements conversation.Store: on the primary, pinning the user's reads there.
+func (r *Routed) MarkRead(ctx context.Context, conversationID, userID, date int64) error {
+	// Pinned before the write (a read racing it goes to the primary too) and again after it,
+	// so that the window counts from when the write is visible.
+	r.reads.Pin(userID)
+	defer r.reads.Pin(userID)
+	return r.primary.MarkRead(ctx, conversationID, userID, date)
+}
+
+// MarkUnread implements conversation.Store, as MarkRead.
+func (r *Routed) MarkUnread(ctx context.Context, conversationID, userID int64) error {
+	r.reads.Pin(userID)
+	defer r.reads.Pin(userID)
+	return r.primary.MarkUnread(ctx, conversationID, userID)
+}
+
+// LookupKey implements auth.Store. A key the replica does not have is looked up on the
+// primary: a key just created (on the primary, by the CLI) must not be refused while the
+// replica lags, and unknown keys are rare enough to cost a second query.
+func (r *Routed) LookupKey(ctx context.Context, hash string) (auth.Key, bool, error) {
+	var (
+		k     auth.Key
+		found bool
+	)
+	err := r.read(ctx, 0, func(s *Store) error {
+		var err error
+		k, found, err = s.LookupKey(ctx, hash)
+		return err
+	})
+	if err == nil && !found && r.reads.Replica() {
+		return r.primary.LookupKey(ctx, hash)
+	}
+	return k, found, err
+}
+
+// UserExists implements auth.Store, with the same second look on the primary.
+func (r *Routed) UserExists(ctx context.Context, userID int64) (bool, error) {
+	var ok bool
+	err := r.read(ctx, 0, func(s *Store) error {
+		var err error
+		ok, err = s.UserExists(ctx, userID)
+		return err
+	})
+	if err == nil && !ok && r.reads.Replica() {
+		return r.primary.UserExists(ctx, userID)
+	}
+	return ok, err
+}

@@ -1,0 +1,144 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+	"gorm.io/gorm"
+
+	"forumstats.local/forum-svc/internal/auth"
+	"forumstats.local/forum-svc/internal/seed"
+	"forumstats.local/forum-svc/internal/store"
+	"forumstats.local/forum-svc/migrations"
+	"forumstats.local/shared/db"
+	"forumstats.local/shared/migrate"
+	"forumstats.local/shared/testutil"
+)
+
+// routedPair builds a Routed store over two databases standing in for a primary and its
+// replica: the same users and conversation, whose title and message text name the database,
+// and an API key only the primary has (created after the replica was copied).
+func routedPair(t *testing.T, clock *testutil.Clock) (r *store.Routed, primary *gorm.DB, dropReplica func()) {
+	t.Helper()
+	admin, err := testutil.PostgresURL()
+	if err != nil {
+		t.Skipf("no PostgreSQL: %v", err)
+	}
+	ctx := context.Background()
+	var dbs [2]*gorm.DB
+	for i, name := range []string{"primary", "replica"} {
+		u, drop, err := testutil.CreateDatabase(ctx, admin, fmt.Sprintf("test_forum_routed_%s_%d", name, os.Getpid()), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(drop)
+		if i == 1 {
+			dropReplica = drop
+		}
+		gdb := testutil.OpenDB(t, u)
+		if _, err := migrate.Up(ctx, gdb, migrations.Set); err != nil {
+			t.Fatal(err)
+		}
+		date := int64(1700000000)
+		f := &seed.File{
+			Users: []seed.User{{UserID: 1, Username: "alice"}, {UserID: 2, Username: "bob"}},
+			Conversations: []seed.Conversation{{ConversationID: 10, Title: "on the " + name, UserID: 1, Recipients: []int64{2},
+				Messages: []seed.Message{{MessageID: 100, UserID: 1, Message: "from the " + name, MessageDate: &date}}}},
+		}
+		if i == 0 {
+			uid := int64(1)
+			f.APIKeys = []seed.APIKey{{Key: "primary-only-key-0123456789abcdef", Type: "user", UserID: &uid, Scopes: []string{"conversation:read"}}}
+		}
+		if _, err := seed.Load(ctx, gdb, f, time.Unix(date, 0)); err != nil {
+			t.Fatal(err)
+		}
+		dbs[i] = gdb
+	}
+	reads, err := db.NewReads(dbs[0], dbs[1], db.ReadsOptions{Service: "forum-test", Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stores [2]*store.Store
+	for i, gdb := range dbs {
+		if stores[i], err = store.New(gdb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return store.NewRouted(stores[0], stores[1], reads), dbs[0], dropReplica
+}
+
+func TestRoutedReadsAndWrites(t *testing.T) {
+	ctx := context.Background()
+	clock := testutil.NewClock(time.Now())
+	r, primary, dropReplica := routedPair(t, clock)
+	title := func(user int64) string {
+		t.Helper()
+		c, err := r.Conversation(ctx, 10, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Title
+	}
+	if got := title(2); got != "on the replica" {
+		t.Fatalf("read: %q", got)
+	}
+	page, err := r.MessagePage(ctx, 10, 2, 1)
+	if err != nil || len(page.Messages) != 1 || page.Messages[0].Message != "from the replica" {
+		t.Fatalf("page: %+v, %v", page, err)
+	}
+	m, _, err := r.Message(ctx, 100, 2)
+	if err != nil || m.Message != "from the replica" {
+		t.Fatalf("message: %+v, %v", m, err)
+	}
+
+	// A write goes to the primary, and its writer reads the primary for a few seconds.
+	if err := r.MarkRead(ctx, 10, 1, 1700000500); err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	if err := primary.Raw("SELECT last_read_date FROM conversation_participants WHERE conversation_id = 10 AND user_id = 1").Scan(&last).Error; err != nil || last != 1700000500 {
+		t.Fatalf("primary's last_read_date %d, %v", last, err)
+	}
+	if got := title(1); got != "on the primary" {
+		t.Fatalf("the writer reads %q right after its write", got)
+	}
+	if page, err := r.MessagePage(ctx, 10, 1, 1); err != nil || page.LastReadDate != 1700000500 {
+		t.Fatalf("the writer's page: %+v, %v", page, err)
+	}
+	if got := title(2); got != "on the replica" {
+		t.Fatalf("another user reads %q", got)
+	}
+	clock.Add(db.DefaultPinAfterWrite)
+	if got := title(1); got != "on the replica" {
+		t.Fatalf("the writer still reads %q after the pin", got)
+	}
+
+	// A key only the primary has (the replica lags) is found.
+	k, found, err := r.LookupKey(ctx, auth.Hash("primary-only-key-0123456789abcdef"))
+	if err != nil || !found || k.UserID != 1 {
+		t.Fatalf("key: %+v %v %v", k, found, err)
+	}
+	if _, found, err := r.LookupKey(ctx, auth.Hash("no-such-key")); err != nil || found {
+		t.Fatalf("unknown key: %v %v", found, err)
+	}
+
+	// The replica goes away: every read is answered by the primary, and counted.
+	before := promtestutil.ToFloat64(db.FallbacksCounter("forum-test"))
+	dropReplica()
+	if got := title(2); got != "on the primary" {
+		t.Fatalf("replica down: %q", got)
+	}
+	if page, err := r.MessagePage(ctx, 10, 2, 1); err != nil || page.Messages[0].Message != "from the primary" {
+		t.Fatalf("replica down, page: %+v, %v", page, err)
+	}
+	if ok, err := r.UserExists(ctx, 2); err != nil || !ok {
+		t.Fatalf("replica down, user: %v %v", ok, err)
+	}
+	if n := promtestutil.ToFloat64(db.FallbacksCounter("forum-test")) - before; n < 3 {
+		t.Fatalf("%v fallbacks counted", n)
+	}
+}
