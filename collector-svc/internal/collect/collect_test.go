@@ -220,6 +220,21 @@ type storedReport struct {
 	channels map[string]int64
 }
 
+// pass runs a pass that must succeed.
+func (e *env) pass(t *testing.T) {
+	t.Helper()
+	if _, err := e.col.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// passAt moves the clock to at (RFC 3339) and runs a pass that must succeed.
+func (e *env) passAt(t *testing.T, at string) {
+	t.Helper()
+	e.clock.Set(ts(at))
+	e.pass(t)
+}
+
 func (e *env) stored(kind reports.Kind, guildID, period string) (storedReport, bool) {
 	r, ok := e.st.report(kind, guildID, period)
 	if !ok {
@@ -361,19 +376,13 @@ func TestPassAcrossMoscowMidnight(t *testing.T) {
 // TestPassAcrossMonthBoundary: at 00:01 on 1 December in Moscow (30 November in UTC) the
 // current month is December and the previous one November, counted over the whole month.
 func TestPassAcrossMonthBoundary(t *testing.T) {
-	ctx := context.Background()
 	e := newEnv(t, "2026-11-30T20:59:00Z")
-	if _, err := e.col.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.pass(t)
 	nov, _ := e.monthly(t, guildB, "2026-11")
 	e.checkCounts(t, nov, guildB, msk("2026-11-01"), msk("2026-12-01"))
 	partial := nov.TotalMessages
 
-	e.clock.Set(ts("2026-11-30T21:01:00Z"))
-	if _, err := e.col.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.passAt(t, "2026-11-30T21:01:00Z")
 	dec, ok := e.monthly(t, guildB, "2026-12")
 	if !ok {
 		t.Fatal("no report for December")
@@ -478,9 +487,7 @@ func TestFailedRefreshKeepsEarlierCounts(t *testing.T) {
 
 	// The next good pass clears the stale state.
 	e.discord.fail = nil
-	if _, err := e.col.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.pass(t)
 	if r, _ := e.daily(t, guildA, "2026-11-18"); r.Status != reports.StatusOK || r.ErrorCode != nil {
 		t.Fatalf("after recovery %+v", r.Row)
 	}
@@ -516,9 +523,7 @@ func TestUnauthorizedStopsThePass(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, "2026-11-19T12:00:00Z")
 	e.col.cfg.Concurrency, e.col.cfg.PerServer = 1, 1 // A, then B, one request at a time
-	if _, err := e.col.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.pass(t)
 	e.discord.takeCalls()
 	var once sync.Once
 	unauthorized := &discord.APIError{Status: 401, Message: "401: Unauthorized", Route: "/guilds/{id}/messages/search"}
@@ -575,9 +580,7 @@ func TestUnauthorizedStopsThePass(t *testing.T) {
 func TestGuildUnavailableFailsItsWindows(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, "2026-11-19T12:00:00Z")
-	if _, err := e.col.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.pass(t)
 	e.discord.fail = func(guildID, channelID string, from time.Time) error {
 		if guildID == guildB && channelID == "channels" {
 			return &discord.APIError{Status: 429, Message: "You are being rate limited."}

@@ -25,11 +25,8 @@ func channelCalls(calls []call) map[string]int {
 // midnight, with no whole hour of messages yet) is written with every channel at 0, without a
 // per-channel request.
 func TestZeroTotalAsksNoChannel(t *testing.T) {
-	ctx := context.Background()
 	e := newEnv(t, "2026-11-18T21:30:00Z", catalog.Entry{Number: 1, Name: "Alpha", GuildID: guildA})
-	if _, err := e.col.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.pass(t)
 	for _, c := range e.discord.takeCalls() {
 		if c.from.Equal(msk("2026-11-19")) && c.channelID != "" {
 			t.Fatalf("a channel of a window with total 0 was asked: %+v", c)
@@ -48,9 +45,7 @@ func TestZeroTotalAsksNoChannel(t *testing.T) {
 func TestUnchangedClosedWindowsKeepTheirCounts(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, "2026-11-19T12:00:00Z")
-	if _, err := e.col.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.pass(t)
 	first := len(e.discord.takeCalls())
 	yesterday, _ := e.daily(t, guildA, "2026-11-18")
 	// A's October report was stored before a deletion (its total is one more than Discord's now):
@@ -94,24 +89,19 @@ func TestUnchangedClosedWindowsKeepTheirCounts(t *testing.T) {
 // TestForbiddenChannelRemembered: a channel that answered 403 is not asked again in the other
 // windows nor the next pass, until its permission overwrites change or a day has passed.
 func TestForbiddenChannelRemembered(t *testing.T) {
-	ctx := context.Background()
 	e := newEnv(t, "2026-11-19T12:00:00Z", catalog.Entry{Number: 1, Name: "Alpha", GuildID: guildA})
-	e.discord.fail = func(guildID, channelID string, from time.Time) error {
+	forbidNews := func(guildID, channelID string, from time.Time) error {
 		if channelID == chNews {
 			return &discord.APIError{Status: 403, Code: 50001, Message: "Missing Access"}
 		}
 		return nil
 	}
-	if _, err := e.col.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.discord.fail = forbidNews
+	e.pass(t)
 	if n := channelCalls(e.discord.takeCalls())[chNews]; n != 1 {
 		t.Fatalf("the forbidden channel was asked %d times in the pass, want 1", n)
 	}
-	e.clock.Set(ts("2026-11-19T13:00:00Z"))
-	if _, err := e.col.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.passAt(t, "2026-11-19T13:00:00Z")
 	if n := channelCalls(e.discord.takeCalls())[chNews]; n != 0 {
 		t.Fatalf("the forbidden channel was asked %d times an hour later", n)
 	}
@@ -128,37 +118,20 @@ func TestForbiddenChannelRemembered(t *testing.T) {
 			chans[i].Overwrites = `[{"id":"1","type":0,"allow":"1024","deny":"0"}]`
 		}
 	}
-	e.clock.Set(ts("2026-11-19T14:00:00Z"))
-	if _, err := e.col.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.passAt(t, "2026-11-19T14:00:00Z")
 	if n := channelCalls(e.discord.takeCalls())[chNews]; n == 0 {
 		t.Fatal("the channel was not asked after its overwrites changed")
 	}
 
 	// Forbidden again; a day later it is asked again even with the same overwrites.
-	e.discord.fail = func(guildID, channelID string, from time.Time) error {
-		if channelID == chNews {
-			return &discord.APIError{Status: 403, Code: 50001, Message: "Missing Access"}
-		}
-		return nil
-	}
-	e.clock.Set(ts("2026-11-19T15:00:00Z"))
-	if _, err := e.col.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.discord.fail = forbidNews
+	e.passAt(t, "2026-11-19T15:00:00Z")
 	e.discord.takeCalls()
-	e.clock.Set(ts("2026-11-20T14:59:00Z"))
-	if _, err := e.col.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.passAt(t, "2026-11-20T14:59:00Z")
 	if n := channelCalls(e.discord.takeCalls())[chNews]; n != 0 {
 		t.Fatalf("asked %d times within the day", n)
 	}
-	e.clock.Set(ts("2026-11-20T15:01:00Z"))
-	if _, err := e.col.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.passAt(t, "2026-11-20T15:01:00Z")
 	if n := channelCalls(e.discord.takeCalls())[chNews]; n != 1 {
 		t.Fatalf("asked %d times a day later, want 1", n)
 	}
@@ -167,12 +140,9 @@ func TestForbiddenChannelRemembered(t *testing.T) {
 // TestFreshnessFirst: today and the current month of every server are counted before any closed
 // window of any server.
 func TestFreshnessFirst(t *testing.T) {
-	ctx := context.Background()
 	e := newEnv(t, "2026-11-19T12:00:00Z")
 	e.col.cfg.Concurrency, e.col.cfg.PerServer = 1, 1
-	if _, err := e.col.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.pass(t)
 	lastOpen, firstClosed := -1, -1
 	for i, c := range e.discord.takeCalls() {
 		if c.channelID == "guild" || c.channelID == "channels" {

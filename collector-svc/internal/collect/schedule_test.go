@@ -68,17 +68,11 @@ func TestPassSchedule(t *testing.T) {
 // counts the new today and yesterday, leaves the backfill days the first pass stored, and
 // backfills the one day nothing stored.
 func TestPassScheduleMovesWithTheClock(t *testing.T) {
-	ctx := context.Background()
 	e := newEnv(t, "2026-11-19T12:00:00Z", catalog.Entry{Number: 1, Name: "Alpha", GuildID: guildA})
 	e.col.cfg.Concurrency = 1
-	if _, err := e.col.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.pass(t)
 	e.discord.takeCalls()
-	e.clock.Set(ts("2026-11-22T12:00:00Z"))
-	if _, err := e.col.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.passAt(t, "2026-11-22T12:00:00Z")
 	want := []string{"guild", "channels", "2026-11-22", "2026-11", "2026-11-21", "2026-10", "2026-11-20"}
 	if got := serverTotals(e.discord.takeCalls())[guildA]; !slices.Equal(got, want) {
 		t.Fatalf("asked %v, want %v", got, want)
@@ -91,9 +85,7 @@ func TestPassScheduleMovesWithTheClock(t *testing.T) {
 func TestStoreFailureMarksStale(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, "2026-11-19T12:00:00Z", catalog.Entry{Number: 1, Name: "Alpha", GuildID: guildA})
-	if _, err := e.col.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.pass(t)
 	before, _ := e.monthly(t, guildA, "2026-11")
 	// Two days later: today and the backfill day 2026-11-20 were never stored.
 	e.clock.Set(ts("2026-11-22T12:00:00Z"))
