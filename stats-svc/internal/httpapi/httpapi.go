@@ -4,6 +4,7 @@ package httpapi
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"net/http"
 	"strconv"
@@ -54,6 +55,25 @@ func Register(e *echo.Echo, reports Reports, now func() time.Time) {
 	for _, p := range []string{"/api/chat-series", "/api/chat-series/"} {
 		e.Any(p, a.series)
 	}
+	e.Any("/api/openapi.json", a.openAPI)
+}
+
+// openAPIDoc is the service's OpenAPI 3.1 document (tested against real answers).
+//
+//go:embed openapi.json
+var openAPIDoc []byte
+
+// openAPIAnswer is the document as an answer, its tag computed once.
+var openAPIAnswer = report.Answer{Body: openAPIDoc, ETag: report.Tag(openAPIDoc)}
+
+// OpenAPI returns the service's OpenAPI document.
+func OpenAPI() []byte { return openAPIDoc }
+
+func (a *api) openAPI(c echo.Context) error {
+	if err := readOnly(c); err != nil {
+		return err
+	}
+	return answer(c, openAPIAnswer, a.now())
 }
 
 func (a *api) statistics(c echo.Context) error {

@@ -1,0 +1,175 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers/legacy"
+
+	"forumstats.local/shared/db"
+	"forumstats.local/stats-svc/internal/httpapi"
+)
+
+func loadOpenAPI(t *testing.T) *openapi3.T {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromData(httpapi.OpenAPI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !doc.IsOpenAPI31OrLater() {
+		t.Fatalf("openapi %s, want 3.1", doc.OpenAPI)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("the document is not valid OpenAPI: %v", err)
+	}
+	return doc
+}
+
+// The document served is the embedded one, with the conditional-GET headers.
+func TestOpenAPIServed(t *testing.T) {
+	s := newStack(t, pgDB(t), stackOptions{})
+	r := do(t, "GET", s.url+"/api/openapi.json")
+	if r.status != 200 || r.body != string(httpapi.OpenAPI()) || r.header.Get("ETag") == "" || r.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /api/openapi.json: %d %q", r.status, r.header)
+	}
+	var v map[string]any
+	if err := json.Unmarshal([]byte(r.body), &v); err != nil || v["openapi"] != "3.1.0" {
+		t.Fatalf("document: %v %v", err, v["openapi"])
+	}
+}
+
+// Real answers of every documented operation, for requests that reach every status each one
+// documents, validate against the document (kin-openapi's openapi3filter, OpenAPI 3.1).
+func TestAnswersMatchOpenAPI(t *testing.T) {
+	doc := loadOpenAPI(t)
+	doc.Servers = nil // match any host: the test server's port changes
+	router, err := legacy.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := newStack(t, pgDB(t), stackOptions{redis: newRedis(t, "")})
+	broken, err := db.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "empty.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close(broken) })
+	bad := newStack(t, broken, stackOptions{direct: true})
+
+	valid := map[string]string{
+		statsPath:  "period=week&date=2026-11-20",
+		iconsPath:  "",
+		seriesPath: "from=2026-11-05&to=2026-11-20",
+	}
+	reached := map[string]bool{} // "METHOD path status"
+	check := func(base, method, path, query string, header map[string]string) {
+		t.Helper()
+		target := base + path
+		if query != "" {
+			target += "?" + query
+		}
+		req, err := http.NewRequest(method, target, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		route, params, err := router.FindRoute(req)
+		if err != nil {
+			t.Fatalf("%s %s: no documented route: %v", method, path, err)
+		}
+		// openapi3filter skips HEAD answers and 304s altogether: a HEAD answer is validated as
+		// a GET of the HEAD operation without its body, a 304 by hand below.
+		vreq := req
+		if method == http.MethodHead {
+			vreq = req.Clone(req.Context())
+			vreq.Method = http.MethodGet
+		}
+		if res.StatusCode == http.StatusNotModified {
+			check304(t, route.Operation, res.Header, body)
+		}
+		in := &openapi3filter.ResponseValidationInput{
+			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: vreq, PathParams: params, Route: route},
+			Status:                 res.StatusCode,
+			Header:                 res.Header,
+			Options:                &openapi3filter.Options{IncludeResponseStatus: true, ExcludeResponseBody: method == http.MethodHead || res.StatusCode == 304},
+		}
+		in.SetBodyBytes(body)
+		if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+			t.Errorf("%s %s?%.60s: %d %.200s: %v", method, path, query, res.StatusCode, body, err)
+		}
+		reached[method+" "+path+" "+strconv.Itoa(res.StatusCode)] = true
+	}
+	for path := range doc.Paths.Map() {
+		base := strings.TrimSuffix(path, "/")
+		q, isAPI := valid[base]
+		for _, method := range []string{"GET", "HEAD"} {
+			check(good.url, method, path, q, nil)
+			check(good.url, method, path, q, map[string]string{"If-None-Match": "*"})
+			check(good.url, method, path, q+"&x="+strings.Repeat("y", 20<<10), nil)
+			check(good.url, method, path, q, map[string]string{"X-Big": strings.Repeat("z", 40<<10)})
+			if isAPI {
+				check(good.url, method, path, q+"&server=x", nil)
+				check(good.url, method, path, q+"&server=4", nil)
+				check(bad.url, method, path, q, nil)
+			}
+		}
+		for _, method := range []string{"POST", "PUT", "PATCH", "DELETE", "OPTIONS"} {
+			check(good.url, method, path, q, nil)
+		}
+	}
+	// Every status every operation documents was reached.
+	var missed []string
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for status := range op.Responses.Map() {
+				if !reached[method+" "+path+" "+status] {
+					missed = append(missed, method+" "+path+" "+status)
+				}
+			}
+		}
+	}
+	sort.Strings(missed)
+	if len(missed) > 0 {
+		t.Fatalf("documented but never reached: %s", strings.Join(missed, ", "))
+	}
+	if len(reached) < 100 {
+		t.Fatalf("only %d method/path/status combinations reached", len(reached))
+	}
+}
+
+// check304 validates a 304 answer: documented, no body, every documented header present and
+// valid against its schema.
+func check304(t *testing.T, op *openapi3.Operation, h http.Header, body []byte) {
+	t.Helper()
+	ref := op.Responses.Status(http.StatusNotModified)
+	if ref == nil || len(body) != 0 {
+		t.Errorf("%s: 304 undocumented or with a body (%d bytes)", op.OperationID, len(body))
+		return
+	}
+	for name, hr := range ref.Value.Headers {
+		v := h.Get(name)
+		if v == "" {
+			t.Errorf("%s: 304 without %s", op.OperationID, name)
+			continue
+		}
+		if err := hr.Value.Schema.Value.VisitJSON(v, openapi3.EnableJSONSchema2020()); err != nil {
+			t.Errorf("%s: 304 %s %q: %v", op.OperationID, name, v, err)
+		}
+	}
+}
