@@ -37,6 +37,11 @@ const (
 type Config struct {
 	config.Common
 	RateLimit ratelimit.Config
+	// DatabaseReadURL is a read replica of DatabaseURL (DATABASE_READ_URL; "" = none).
+	DatabaseReadURL string
+	// PrimaryAfterWrite is how long a user's reads stay on the primary after that user wrote
+	// (READ_PRIMARY_AFTER_WRITE), so that replication lag never undoes their own mark.
+	PrimaryAfterWrite time.Duration
 }
 
 // LoadConfig reads the environment: the common variables, RATE_LIMIT_PER_MINUTE (default 600) and
@@ -58,7 +63,14 @@ func LoadConfig() (Config, error) {
 	if err := rl.Validate(); err != nil {
 		return Config{}, err
 	}
-	return Config{Common: common, RateLimit: rl}, nil
+	pin, err := config.Duration("READ_PRIMARY_AFTER_WRITE", db.DefaultPinAfterWrite)
+	if err != nil {
+		return Config{}, err
+	}
+	if pin <= 0 || pin > time.Hour {
+		return Config{}, fmt.Errorf("READ_PRIMARY_AFTER_WRITE must be above 0 and at most 1h, not %v", pin)
+	}
+	return Config{Common: common, RateLimit: rl, DatabaseReadURL: config.String("DATABASE_READ_URL", ""), PrimaryAfterWrite: pin}, nil
 }
 
 // openDB opens the database of url for a command, applying pending migrations first when apply
@@ -76,14 +88,24 @@ type Service struct {
 type Options struct {
 	Auth auth.Options
 	Now  func() time.Time
+	// Reads routes reads to a replica (nil or without one: all on gdb).
+	Reads *db.Reads
 }
 
 // NewService builds the HTTP service over an open database and an optional Redis client (nil:
 // in-process rate limits).
 func NewService(gdb *gorm.DB, rc *redis.Client, rl ratelimit.Config, log *slog.Logger, opts Options) (*Service, error) {
-	st, err := store.New(gdb)
+	primary, err := store.New(gdb)
 	if err != nil {
 		return nil, err
+	}
+	var st forumStore = primary
+	if opts.Reads != nil && opts.Reads.Replica() {
+		replica, err := store.New(opts.Reads.ReplicaDB())
+		if err != nil {
+			return nil, err
+		}
+		st = store.NewRouted(primary, replica, opts.Reads)
 	}
 	if opts.Auth.Now == nil {
 		opts.Auth.Now = opts.Now
@@ -118,9 +140,21 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if rc != nil {
 		defer rc.Close()
 	}
-	svc, err := NewService(gdb, rc, cfg.RateLimit, log, Options{})
+	reads, err := db.OpenReads(gdb, cfg.DatabaseReadURL, db.ReadsOptions{Service: "forum-svc", PinFor: cfg.PrimaryAfterWrite, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer reads.Close()
+	// The replica is no readiness check: the primary answers while it is down.
+	svc, err := NewService(gdb, rc, cfg.RateLimit, log, Options{Reads: reads})
 	if err != nil {
 		return fmt.Errorf("build service: %w", err)
 	}
 	return server.Run(ctx, svc.Handler, cfg.HTTPAddr, log)
+}
+
+// forumStore is what the service needs of its store: a Store, or a Routed pair of them.
+type forumStore interface {
+	conversation.Store
+	auth.Store
 }

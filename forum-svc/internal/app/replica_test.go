@@ -1,0 +1,92 @@
+package app
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"forumstats.local/forum-svc/internal/ratelimit"
+	"forumstats.local/forum-svc/internal/seed"
+	"forumstats.local/forum-svc/migrations"
+	"forumstats.local/shared/db"
+	"forumstats.local/shared/testutil"
+)
+
+// TestReplicaDownStaysReady: a read replica that cannot be reached (a closed port) keeps
+// neither the service from starting nor /readyz from answering 200, and reads are answered by
+// the primary.
+func TestReplicaDownStaysReady(t *testing.T) {
+	if _, err := testutil.PostgresURL(); err != nil {
+		t.Skipf("no PostgreSQL: %v", err)
+	}
+	ctx := context.Background()
+	gdb := testutil.OpenDB(t, testutil.NewDatabase(t, migrations.Set))
+	uid, date := int64(1), int64(1700000000)
+	f := &seed.File{
+		Users: []seed.User{{UserID: 1, Username: "alice"}, {UserID: 2, Username: "bob"}},
+		Conversations: []seed.Conversation{{ConversationID: 10, Title: "on the primary", UserID: 1, Recipients: []int64{2},
+			Messages: []seed.Message{{MessageID: 100, UserID: 1, Message: "hello", MessageDate: &date}}}},
+		APIKeys: []seed.APIKey{{Key: "replica-test-key-0123456789abcdef", Type: "user", UserID: &uid, Scopes: []string{"conversation:read"}}},
+	}
+	if _, err := seed.Load(ctx, gdb, f, time.Unix(date, 0)); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "postgres://postgres@" + ln.Addr().String() + "/none?sslmode=disable&connect_timeout=2"
+	ln.Close()
+	reads, err := db.OpenReads(gdb, closed, db.ReadsOptions{Service: "forum-app-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reads.Close()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc, err := NewService(gdb, nil, ratelimit.Config{PerMinute: 600, Burst: 60}, log, Options{Reads: reads})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(target string) (int, string) {
+		req := httptest.NewRequest(http.MethodGet, target, nil)
+		req.Header.Set("Forum-Api-Key", "replica-test-key-0123456789abcdef")
+		rec := httptest.NewRecorder()
+		svc.Handler.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := get("/readyz"); code != http.StatusOK {
+		t.Fatalf("readyz with the replica down: %d %s", code, body)
+	}
+	if code, body := get("/api/conversations/10/"); code != http.StatusOK || !strings.Contains(body, "on the primary") {
+		t.Fatalf("read with the replica down: %d %s", code, body)
+	}
+}
+
+func TestLoadConfigReplica(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	for _, tc := range []struct {
+		pin  string
+		want time.Duration
+		ok   bool
+	}{
+		{"", db.DefaultPinAfterWrite, true},
+		{"2s", 2 * time.Second, true},
+		{"0s", 0, false},
+		{"-1s", 0, false},
+		{"2h", 0, false},
+		{"soon", 0, false},
+	} {
+		t.Setenv("READ_PRIMARY_AFTER_WRITE", tc.pin)
+		t.Setenv("DATABASE_READ_URL", "postgres://replica.example/forum")
+		cfg, err := LoadConfig()
+		if (err == nil) != tc.ok || (tc.ok && (cfg.PrimaryAfterWrite != tc.want || cfg.DatabaseReadURL != "postgres://replica.example/forum")) {
+			t.Errorf("READ_PRIMARY_AFTER_WRITE=%q: %+v, %v", tc.pin, cfg, err)
+		}
+	}
+}
