@@ -33,3 +33,14 @@ func Open(ctx context.Context, url string, log *slog.Logger, apply bool, sets ..
 	}
 	return gdb, nil
 }
+
+// Apply is the `migrate` command of every service: it opens url, applies the pending migrations
+// of sets whatever MIGRATE_ON_START, and closes the database.
+func Apply(ctx context.Context, url string, log *slog.Logger, sets ...Set) error {
+	gdb, err := Open(ctx, url, log, true, sets...)
+	if err != nil {
+		return err
+	}
+	sdb.Close(gdb)
+	return nil
+}
