@@ -14,7 +14,9 @@ import (
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/seed"
 	"forumstats.local/forum-svc/internal/store"
+	"forumstats.local/forum-svc/migrations"
 	"forumstats.local/shared/db"
+	"forumstats.local/shared/migrate"
 )
 
 // The commands other than serve. Their errors are the command's one-line messages, prefixed by
@@ -23,12 +25,7 @@ import (
 
 // Migrate runs `forum-svc migrate`: it applies the pending migrations whatever MIGRATE_ON_START.
 func Migrate(ctx context.Context, cfg Config, log *slog.Logger) error {
-	gdb, err := openDB(ctx, cfg.DatabaseURL, log, true)
-	if err != nil {
-		return err
-	}
-	db.Close(gdb)
-	return nil
+	return migrate.Apply(ctx, cfg.DatabaseURL, log, migrations.Set)
 }
 
 // Seed runs `forum-svc seed --file path`: the whole file is checked, then written in one

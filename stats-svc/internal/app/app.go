@@ -191,10 +191,5 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 // Migrate runs `stats-svc migrate`: it applies the pending migrations whatever
 // MIGRATE_ON_START.
 func Migrate(ctx context.Context, cfg Config, log *slog.Logger) error {
-	gdb, err := openDB(ctx, cfg.DatabaseURL, log, true)
-	if err != nil {
-		return err
-	}
-	db.Close(gdb)
-	return nil
+	return migrate.Apply(ctx, cfg.DatabaseURL, log, reports.Migrations)
 }
