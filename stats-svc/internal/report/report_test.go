@@ -74,7 +74,13 @@ type decodedServer struct {
 
 func decode(t *testing.T, a Answer) decoded {
 	t.Helper()
-	var d decoded
+	return decodeBody[decoded](t, a)
+}
+
+// decodeBody decodes an answer's body as T, failing the test where it does not decode.
+func decodeBody[T any](t *testing.T, a Answer) T {
+	t.Helper()
+	var d T
 	if err := json.Unmarshal(a.Body, &d); err != nil {
 		t.Fatalf("decode %s: %v", a.Body, err)
 	}

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -104,9 +103,5 @@ type decodedSeries struct {
 
 func decodeSeries(t *testing.T, a Answer) decodedSeries {
 	t.Helper()
-	var d decodedSeries
-	if err := json.Unmarshal(a.Body, &d); err != nil {
-		t.Fatalf("decode %s: %v", a.Body, err)
-	}
-	return d
+	return decodeBody[decodedSeries](t, a)
 }
