@@ -72,6 +72,16 @@ type decodedServer struct {
 	Error         *reportError
 }
 
+// statistics is Statistics with the test's links, failing the test on an error.
+func statistics(t *testing.T, q query.Query, now time.Time, d Data) Answer {
+	t.Helper()
+	a, err := Statistics(q, now, d, links)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 func decode(t *testing.T, a Answer) decoded {
 	t.Helper()
 	return decodeBody[decoded](t, a)
@@ -89,15 +99,12 @@ func decodeBody[T any](t *testing.T, a Answer) T {
 
 func TestGoldenDayAnswer(t *testing.T) {
 	q := parse(t, "period=day&date=2026-11-10&server=1")
-	a, err := Statistics(q, now, Data{
+	a := statistics(t, q, now, Data{
 		RefreshMinutes: 10,
 		Servers:        []Server{alpha},
 		Reports:        []reports.Row{{GuildID: "100", Period: "2026-11-10", GeneratedAt: at("2026-11-10T20:59:00.75Z"), Status: reports.StatusOK, TotalMessages: 12}},
 		Channels:       []Channel{{GuildID: "100", ID: "9", Name: "general", Messages: 12}},
-	}, links)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	want := `{"period":"day","from":"2026-11-10","to":"2026-11-10","start":"2026-11-09T21:00:00Z","endExclusive":"2026-11-10T21:00:00Z",` +
 		`"timezone":"Europe/Moscow","refreshMinutes":10,"server":{"number":1,"name":"Alpha","guildId":"100",` +
 		`"iconUrl":"https://cdn.example/icons/100/abc.png?size=256","bannerUrl":"https://cdn.example/banners/100/a_ban.gif?size=1024",` +
@@ -113,10 +120,7 @@ func TestGoldenDayAnswer(t *testing.T) {
 
 func TestGoldenMonthAllServers(t *testing.T) {
 	q := parse(t, "month=2026-10")
-	a, err := Statistics(q, now, Data{RefreshMinutes: 5, Servers: nil}, links)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := statistics(t, q, now, Data{RefreshMinutes: 5, Servers: nil})
 	want := `{"month":"2026-10","timezone":"Europe/Moscow","refreshMinutes":5,"servers":[],"totalServers":0,"readyServers":0,"totalMessages":0,"complete":true}`
 	if string(a.Body) != want {
 		t.Fatalf("body\n got %s\nwant %s", a.Body, want)
@@ -125,7 +129,7 @@ func TestGoldenMonthAllServers(t *testing.T) {
 
 func TestMonthAllServers(t *testing.T) {
 	q := parse(t, "month=2026-09") // neither current nor previous: never age-stale
-	a, err := Statistics(q, now, Data{
+	a := statistics(t, q, now, Data{
 		RefreshMinutes: 10,
 		Servers:        []Server{alpha, beta, gamma},
 		Reports: []reports.Row{
@@ -139,10 +143,7 @@ func TestMonthAllServers(t *testing.T) {
 			{GuildID: "100", ID: "5", Name: "c", Messages: 20},
 			{GuildID: "200", ID: "1", Name: "x", Messages: 7},
 		},
-	}, links)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	d := decode(t, a)
 	if d.Month == nil || *d.Month != "2026-09" || d.Period != nil || d.Start != nil || d.From != nil {
 		t.Fatalf("month fields: %s", a.Body)
@@ -193,14 +194,11 @@ func TestAgeStaleness(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			q := parse(t, tt.raw+"&server=100")
-			a, err := Statistics(q, now, Data{
+			a := statistics(t, q, now, Data{
 				RefreshMinutes: 10,
 				Servers:        []Server{alpha},
 				Reports:        []reports.Row{{GuildID: "100", Period: tt.period, GeneratedAt: at(tt.generated), Status: reports.StatusOK, TotalMessages: 3}},
-			}, links)
-			if err != nil {
-				t.Fatal(err)
-			}
+			})
 			d := decode(t, a)
 			if d.Server.Status != tt.status || d.Server.Error != nil || *d.Server.TotalMessages != 3 {
 				t.Fatalf("server %+v, want status %s", d.Server, tt.status)
@@ -217,7 +215,7 @@ func TestCompositePeriods(t *testing.T) {
 		return reports.Row{GuildID: g, Period: d, GeneratedAt: at(gen), Status: status, TotalMessages: total, ErrorCode: code, ErrorMessage: code}
 	}
 	q := parse(t, "period=range&from=2026-11-01&to=2026-11-03")
-	a, err := Statistics(q, now, Data{
+	a := statistics(t, q, now, Data{
 		RefreshMinutes: 10,
 		Servers:        []Server{alpha, beta, gamma},
 		Reports: []reports.Row{
@@ -238,10 +236,7 @@ func TestCompositePeriods(t *testing.T) {
 			{GuildID: "200", ID: "2", Name: "two", Messages: 35},
 			{GuildID: "300", ID: "3", Name: "three", Messages: 200},
 		},
-	}, links)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	d := decode(t, a)
 	if *d.Period != "range" || *d.From != "2026-11-01" || *d.To != "2026-11-03" ||
 		*d.Start != "2026-10-31T21:00:00Z" || *d.EndExclusive != "2026-11-03T21:00:00Z" || d.Month != nil {
@@ -271,10 +266,7 @@ func TestWeekWithTodayTurnsStale(t *testing.T) {
 	}
 	reps[6].GeneratedAt = at("2026-11-20T09:50:00Z") // today, fresh
 	reps[5].GeneratedAt = at("2026-11-20T09:45:00Z") // yesterday, fresh, turns stale first
-	a, err := Statistics(q, now, Data{RefreshMinutes: 10, Servers: []Server{alpha}, Reports: reps}, links)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := statistics(t, q, now, Data{RefreshMinutes: 10, Servers: []Server{alpha}, Reports: reps})
 	d := decode(t, a)
 	if d.Server.Status != reports.StatusOK || *d.Server.TotalMessages != 7 {
 		t.Fatalf("server %+v", d.Server)
@@ -378,10 +370,7 @@ func FuzzStatistics(f *testing.F) {
 			}
 			reps = append(reps, reports.Row{GuildID: s.GuildID, Period: d.String(), GeneratedAt: now.Add(-time.Duration(c) * time.Minute), Status: status, TotalMessages: int64(c)})
 		}
-		a, err := Statistics(q, now, Data{RefreshMinutes: int(refresh % 60), Servers: servers, Reports: reps}, links)
-		if err != nil {
-			t.Fatal(err)
-		}
+		a := statistics(t, q, now, Data{RefreshMinutes: int(refresh % 60), Servers: servers, Reports: reps})
 		d := decode(t, a)
 		var ready int
 		var total int64
