@@ -13,7 +13,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"forumstats.local/shared/db"
 	"forumstats.local/stats-svc/internal/httpapi"
@@ -52,7 +52,7 @@ func TestOpenAPIServed(t *testing.T) {
 func TestAnswersMatchOpenAPI(t *testing.T) {
 	doc := loadOpenAPI(t)
 	doc.Servers = nil // match any host: the test server's port changes
-	router, err := legacy.NewRouter(doc)
+	router, err := gorillamux.NewRouter(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,6 +131,8 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 		}
 		for _, method := range []string{"POST", "PUT", "PATCH", "DELETE", "OPTIONS"} {
 			check(good.url, method, path, q, nil)
+			check(good.url, method, path, q+"&x="+strings.Repeat("y", 20<<10), nil)
+			check(good.url, method, path, q, map[string]string{"X-Big": strings.Repeat("z", 40<<10)})
 		}
 	}
 	// Every status every operation documents was reached.
