@@ -33,8 +33,14 @@ func TestMain(m *testing.M) {
 // command runs the real command with args and the given DATABASE_URL.
 func command(t *testing.T, dbURL string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return commandEnv(t, dbURL, nil, args...)
+}
+
+// commandEnv is command with more environment.
+func commandEnv(t *testing.T, dbURL string, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "FORUM_SVC_RUN_MAIN=1", "DATABASE_URL="+dbURL, "LOG_LEVEL=error")
+	cmd.Env = append(append(os.Environ(), "FORUM_SVC_RUN_MAIN=1", "DATABASE_URL="+dbURL, "LOG_LEVEL=error"), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -184,5 +190,20 @@ func TestBadConfiguration(t *testing.T) {
 			t.Fatalf("bad %s accepted: %v", c.env, err)
 		}
 		oneLineError(t, errb.String(), 1, c.want)
+	}
+}
+
+// MIGRATE_ON_START=false leaves the schema alone for every command but migrate.
+func TestMigrateOnStartRule(t *testing.T) {
+	url := "sqlite:" + filepath.Join(t.TempDir(), "forum.db")
+	off := "MIGRATE_ON_START=false"
+	if _, errs, code := commandEnv(t, url, []string{off}, "options", "set", "messagesPerPage", "5"); code == 0 {
+		t.Fatalf("options set on an unmigrated database with %s succeeded (%q)", off, errs)
+	}
+	if out, errs, code := commandEnv(t, url, []string{off}, "migrate"); code != 0 || !strings.Contains(out, "up to date") {
+		t.Fatalf("migrate with %s: %d %q %q", off, code, out, errs)
+	}
+	if out, errs, code := commandEnv(t, url, []string{off}, "options", "set", "messagesPerPage", "5"); code != 0 || out != "messagesPerPage = 5\n" {
+		t.Fatalf("options set after migrate: %d %q %q", code, out, errs)
 	}
 }
