@@ -29,6 +29,7 @@ import (
 	"forumstats.local/stats-svc/internal/metrics"
 	"forumstats.local/stats-svc/internal/report"
 	"forumstats.local/stats-svc/internal/store"
+	"forumstats.local/stats-svc/internal/web"
 )
 
 // Defaults of contract section 2.
@@ -146,6 +147,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
 		Ready: []server.Check{{Name: "database", Fn: db.Ping(gdb)}},
 	})
 	httpapi.Register(s.Handler, c, time.Now)
+	web.Register(s.Handler) // the dashboard at /
 	s.registerChatMetrics(gdb, reads, log)
 	return s, nil
 }
