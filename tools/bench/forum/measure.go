@@ -110,11 +110,14 @@ func measureLatency(e *benchEnv, base string, samples int, r *results) error {
 // with the same random pages on the same database, in alternating rounds of equal length, so that
 // a drift in the machine's speed (shared hosts drift by 10-40% within a minute) falls on both
 // sides alike. With -compare, every service takes its turn in every round, each followed by its
-// own pgbench run. The first round is a warm-up.
+// own pgbench run, in an order that rotates from round to round. The first round is a warm-up.
 func measureThroughput(runs []*throughput, pg *pgbench, o options) error {
 	requests := make([]int64, len(runs))
 	for i := 0; i <= o.rounds; i++ {
-		for j, t := range runs {
+		// Each round starts with the next service, so that none always goes first.
+		for k := range runs {
+			j := (i + k) % len(runs)
+			t := runs[j]
 			n, rps, cpu, loadCPU, err := t.round(o.round)
 			if err != nil {
 				return err
