@@ -37,6 +37,7 @@ const (
 type Config struct {
 	config.Common
 	RateLimit ratelimit.Config
+	Store     store.Options
 	// DatabaseReadURL is a read replica of DatabaseURL (DATABASE_READ_URL; "" = none).
 	DatabaseReadURL string
 	// PrimaryAfterWrite is how long a user's reads stay on the primary after that user wrote
@@ -44,8 +45,9 @@ type Config struct {
 	PrimaryAfterWrite time.Duration
 }
 
-// LoadConfig reads the environment: the common variables, RATE_LIMIT_PER_MINUTE (default 600) and
-// RATE_LIMIT_BURST (default a tenth of the minute's allowance, at least 1).
+// LoadConfig reads the environment: the common variables, RATE_LIMIT_PER_MINUTE (default 600),
+// RATE_LIMIT_BURST (default a tenth of the minute's allowance, at least 1), PAGE_QUERY_CONCURRENCY
+// (default store.DefaultPageQueryConcurrency), DATABASE_READ_URL and READ_PRIMARY_AFTER_WRITE.
 func LoadConfig() (Config, error) {
 	common, err := config.LoadCommon(DefaultAddr, DefaultDatabaseURL)
 	if err != nil {
@@ -63,6 +65,13 @@ func LoadConfig() (Config, error) {
 	if err := rl.Validate(); err != nil {
 		return Config{}, err
 	}
+	pageConcurrency, err := config.Int("PAGE_QUERY_CONCURRENCY", store.DefaultPageQueryConcurrency)
+	if err != nil {
+		return Config{}, err
+	}
+	if pageConcurrency < 1 || pageConcurrency > 1000 {
+		return Config{}, fmt.Errorf("PAGE_QUERY_CONCURRENCY must be between 1 and 1000, not %d", pageConcurrency)
+	}
 	pin, err := config.Duration("READ_PRIMARY_AFTER_WRITE", db.DefaultPinAfterWrite)
 	if err != nil {
 		return Config{}, err
@@ -70,7 +79,7 @@ func LoadConfig() (Config, error) {
 	if pin <= 0 || pin > time.Hour {
 		return Config{}, fmt.Errorf("READ_PRIMARY_AFTER_WRITE must be above 0 and at most 1h, not %v", pin)
 	}
-	return Config{Common: common, RateLimit: rl, DatabaseReadURL: config.String("DATABASE_READ_URL", ""), PrimaryAfterWrite: pin}, nil
+	return Config{Common: common, RateLimit: rl, Store: store.Options{PageQueryConcurrency: pageConcurrency}, DatabaseReadURL: config.String("DATABASE_READ_URL", ""), PrimaryAfterWrite: pin}, nil
 }
 
 // openDB opens the database of url for a command, applying pending migrations first when apply
@@ -86,8 +95,9 @@ type Service struct {
 
 // Options tune NewService beyond the configuration (tests use them).
 type Options struct {
-	Auth auth.Options
-	Now  func() time.Time
+	Auth  auth.Options
+	Store store.Options
+	Now   func() time.Time
 	// Reads routes reads to a replica (nil or without one: all on gdb).
 	Reads *db.Reads
 }
@@ -95,13 +105,13 @@ type Options struct {
 // NewService builds the HTTP service over an open database and an optional Redis client (nil:
 // in-process rate limits).
 func NewService(gdb *gorm.DB, rc *redis.Client, rl ratelimit.Config, log *slog.Logger, opts Options) (*Service, error) {
-	primary, err := store.New(gdb)
+	primary, err := store.New(gdb, opts.Store)
 	if err != nil {
 		return nil, err
 	}
 	var st forumStore = primary
 	if opts.Reads != nil && opts.Reads.Replica() {
-		replica, err := store.New(opts.Reads.ReplicaDB())
+		replica, err := store.New(opts.Reads.ReplicaDB(), opts.Store)
 		if err != nil {
 			return nil, err
 		}
@@ -146,7 +156,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer reads.Close()
 	// The replica is no readiness check: the primary answers while it is down.
-	svc, err := NewService(gdb, rc, cfg.RateLimit, log, Options{Reads: reads})
+	svc, err := NewService(gdb, rc, cfg.RateLimit, log, Options{Reads: reads, Store: cfg.Store})
 	if err != nil {
 		return fmt.Errorf("build service: %w", err)
 	}

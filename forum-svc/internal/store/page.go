@@ -13,8 +13,9 @@ import (
 
 // The message page, the request every page view makes. pageColumns is the one place that knows
 // its columns: pageSQL's select lists are built from it, and both decoders (messagePageSQL below,
-// through database/sql; readPage in pgpage.go, from pgx's raw values on PostgreSQL) fill the page
-// through it, knowing only whether a column is a number or a text. Adding a column is a line in
+// through database/sql; readPage in pgpage.go, from pgx's raw values on PostgreSQL, alone or in a
+// pipeline) fill the page through it, knowing only whether a column is a number or a text. Its
+// parameters are known only to pageArgs. Adding a column is a line in
 // pageColumns and a field of conversation.MessageRow; TestMessagePagePathsAgree holds the two
 // decoders to the same answers.
 

@@ -32,6 +32,8 @@ type options struct {
 	clients  int
 	keep     bool
 	compare  []string // other forum-svc binaries measured in the same rounds
+	// pageConcurrency is the service's PAGE_QUERY_CONCURRENCY (0: its default).
+	pageConcurrency int
 }
 
 func main() {
@@ -50,6 +52,7 @@ func parseFlags() options {
 	flag.DurationVar(&o.round, "round", 2*time.Second, "length of each side of a throughput round (whole seconds)")
 	flag.IntVar(&o.clients, "clients", 16, "concurrent clients (HTTP and pgbench)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the bench database afterwards")
+	flag.IntVar(&o.pageConcurrency, "page-concurrency", 0, "the service's PAGE_QUERY_CONCURRENCY (0: its default)")
 	flag.Func("compare", "another forum-svc binary to serve the same database and take its turn in every throughput round (repeatable); measures what a change buys", func(path string) error {
 		o.compare = append(o.compare, path)
 		return nil

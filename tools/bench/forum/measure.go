@@ -35,6 +35,7 @@ type results struct {
 	firstPage, lastPage time.Duration // median latencies
 	lastPageNo          int
 	runs                []*throughput // the bench's own build first, then the -compare binaries
+	roundTrips, queries float64       // page-query round trips and the queries they carried (/metrics)
 	script              string        // the pgbench script
 }
 
@@ -76,7 +77,11 @@ func measure(e *benchEnv, o options) (results, error) {
 		defer t.load.close()
 		r.runs = append(r.runs, t)
 	}
-	return r, measureThroughput(r.runs, pg, o)
+	if err := measureThroughput(r.runs, pg, o); err != nil {
+		return r, err
+	}
+	r.roundTrips, r.queries, err = histogramTotals(e.svc.URL+"/metrics", "forum_page_query_batch_size")
+	return r, err
 }
 
 // measureLatency times the first and the last page alternately, so that drift hits both alike.
@@ -229,6 +234,39 @@ func processCPU(pid int) (time.Duration, error) {
 		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
 	return time.Duration(utime+stime) * clockTick, nil
+}
+
+// histogramTotals reads a histogram's sample count and sum from a Prometheus text exposition
+// (0, 0 if the service does not export it).
+func histogramTotals(metricsURL, name string) (count, sum float64, err error) {
+	resp, err := http.Get(metricsURL)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("GET %s: %s", metricsURL, resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		metric, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		var dst *float64
+		switch metric {
+		case name + "_count":
+			dst = &count
+		case name + "_sum":
+			dst = &sum
+		default:
+			continue
+		}
+		if *dst, err = strconv.ParseFloat(value, 64); err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", metric, err)
+		}
+	}
+	return count, sum, sc.Err()
 }
 
 var tpsLine = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)

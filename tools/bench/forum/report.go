@@ -43,6 +43,9 @@ func report(r results, o options) *bench.Report {
 		fmt.Sprintf("≥ %.2f", minThroughputRatio), own.ratio() >= minThroughputRatio)
 	rep.Add("CPU per request: service", cpu(own.serviceCPU), "", true)
 	rep.Add("CPU per request: load generator", cpu(own.loadCPU), "", true)
+	if r.roundTrips > 0 {
+		rep.Add("page queries per database round trip", fmt.Sprintf("%.2f over %.0f round trips", r.queries/r.roundTrips, r.roundTrips), "", true)
+	}
 	// A compared binary is no target: its figures say what this build gains over it.
 	for _, t := range r.runs[1:] {
 		rep.Add("compared: "+t.name+": HTTP/pgbench", fmt.Sprintf("%.2f", t.ratio()),
