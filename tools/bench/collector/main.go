@@ -27,23 +27,22 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
+
+	"forumstats.local/tools/bench"
+	"forumstats.local/tools/stack"
 )
 
 // options are the command's flags.
 type options struct {
-	adminURL     string
-	dbName       string
-	keep         bool
+	bench.Flags
 	guilds       int
 	channels     int
 	seed         int64
@@ -61,20 +60,12 @@ func main() {
 	if err == nil {
 		err = run(o)
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "collector-bench:", err)
-		os.Exit(1)
-	}
+	bench.Exit("collector-bench", err)
 }
-
-var dbNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 func parseFlags() (options, error) {
 	var o options
-	flag.StringVar(&o.adminURL, "admin-url", cmp.Or(os.Getenv("BENCH_POSTGRES_URL"), "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
-		"PostgreSQL URL of a database from which to create the bench database (env BENCH_POSTGRES_URL)")
-	flag.StringVar(&o.dbName, "db", fmt.Sprintf("collector_bench_%d", os.Getpid()), "name of the bench database (created, then dropped)")
-	flag.BoolVar(&o.keep, "keep", false, "keep the bench database afterwards")
+	o.Define(fmt.Sprintf("collector_bench_%d", os.Getpid()))
 	flag.IntVar(&o.guilds, "guilds", 20, "servers of the fake")
 	flag.IntVar(&o.channels, "channels", 30, "listed channels per server (categories and forums included)")
 	flag.Int64Var(&o.seed, "seed", 1, "seed of the fake's dataset")
@@ -96,20 +87,18 @@ func parseFlags() (options, error) {
 		return o, fmt.Errorf("-guilds, -channels and -rate must be positive, the buckets not negative")
 	}
 	o.frozenAt = time.Now().UTC()
-	if !dbNameRE.MatchString(o.dbName) {
-		return o, fmt.Errorf("-db %q: want lower-case letters, digits and _", o.dbName)
-	}
-	return o, nil
+	return o, o.Check()
 }
 
 func run(o options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	bin, dir, cleanup, err := build(ctx)
+	var built bench.Cleanups
+	defer built.Close()
+	bin, dir, err := built.Build(ctx, stack.Collector)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
 	printSetup(o)
 	var (
 		p   *plan
@@ -141,7 +130,7 @@ func runScenario(ctx context.Context, o options, bin, dir string, n int, latency
 	if err != nil {
 		return scenario{}, err
 	}
-	defer e.close()
+	defer e.Close()
 	passes, err := measurePasses(ctx, e, o, n == 0)
 	if err != nil {
 		return scenario{}, err

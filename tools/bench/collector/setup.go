@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"forumstats.local/shared/testutil"
+	"forumstats.local/tools/bench"
 	"forumstats.local/tools/stack"
 )
 
@@ -30,51 +30,18 @@ type benchEnv struct {
 	plan     *plan
 	latency  time.Duration // the fake's, before every answer
 	http     *http.Client
-	cleanups []func() // run in reverse order by close
+	bench.Cleanups
 }
 
-func (e *benchEnv) close() {
-	for i := len(e.cleanups) - 1; i >= 0; i-- {
-		e.cleanups[i]()
-	}
-}
-
-// build builds collector-svc into a temporary directory; the cleanup removes it.
-func build(ctx context.Context) (bin, dir string, cleanup func(), err error) {
-	dir, err = stack.TempDir("collector-bench")
-	if err != nil {
-		return "", "", nil, err
-	}
-	cleanup = func() { _ = os.RemoveAll(dir) }
-	bins, err := stack.Build(ctx, dir, stack.Collector)
-	if err != nil {
-		cleanup()
-		return "", "", nil, err
-	}
-	return bins[stack.Collector], dir, cleanup, nil
-}
-
-// setup creates a database (named by o.dbName and n), starts the fake with latency and the
+// setup creates a database (named by o.DB and n), starts the fake with latency and the
 // proxy, and reads the plan from the fake unless one is given (every scenario has the same
 // dataset).
 func setup(ctx context.Context, o options, bin, dir string, n int, latency time.Duration, p *plan) (_ *benchEnv, err error) {
 	e := &benchEnv{bin: bin, http: &http.Client{Timeout: 30 * time.Second}, latency: latency}
-	defer func() {
-		if err != nil {
-			e.close()
-		}
-	}()
-	name := fmt.Sprintf("%s_%d", o.dbName, n)
-	dbURL, drop, err := testutil.CreateDatabase(ctx, o.adminURL, name, "")
-	if err != nil {
+	defer e.CloseOnError(&err)
+	if e.dbURL, err = e.CreateDatabase(ctx, o.Flags, fmt.Sprintf("%s_%d", o.DB, n)); err != nil {
 		return nil, err
 	}
-	if o.keep {
-		e.cleanups = append(e.cleanups, func() { fmt.Printf("database %s kept\n", name) })
-	} else {
-		e.cleanups = append(e.cleanups, drop)
-	}
-	e.dbURL = dbURL
 	e.catalog = filepath.Join(dir, fmt.Sprintf("catalog_%d.json", n))
 	if err := e.startFake(o); err != nil {
 		return nil, err
@@ -106,7 +73,7 @@ func (e *benchEnv) startFake(o options) error {
 	if err != nil {
 		return err
 	}
-	e.cleanups = append(e.cleanups, func() { p.Stop(5 * time.Second) })
+	e.Add(func() { p.Stop(5 * time.Second) })
 	e.fakeURL = "http://" + addr
 	// The fake's own endpoint refuses a question without a period: the fake is up.
 	return stack.WaitHTTP(e.fakeURL+"/_fake/count", http.StatusBadRequest, 30*time.Second, p)
@@ -124,7 +91,7 @@ func (e *benchEnv) startProxy() error {
 	}
 	srv := &http.Server{Handler: rec, ConnState: rec.connState, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	e.cleanups = append(e.cleanups, func() { _ = srv.Close() })
+	e.Add(func() { _ = srv.Close() })
 	e.proxy, e.proxyURL = rec, "http://"+ln.Addr().String()
 	return nil
 }

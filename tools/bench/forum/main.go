@@ -17,48 +17,48 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"os"
 	"time"
+
+	"forumstats.local/tools/bench"
 )
 
 // options are the command's flags.
 type options struct {
-	adminURL string
+	bench.Flags
 	messages int
 	samples  int
 	rounds   int
 	round    time.Duration
 	clients  int
-	keep     bool
 	compare  []string // other forum-svc binaries measured in the same rounds
 	// pageConcurrency is the service's PAGE_QUERY_CONCURRENCY (0: its default).
 	pageConcurrency int
 }
 
 func main() {
-	if err := run(context.Background(), parseFlags()); err != nil {
-		fmt.Fprintln(os.Stderr, "forum-bench: "+err.Error())
-		os.Exit(1)
+	o, err := parseFlags()
+	if err == nil {
+		err = run(context.Background(), o)
 	}
+	bench.Exit("forum-bench", err)
 }
 
-func parseFlags() options {
+func parseFlags() (options, error) {
 	var o options
-	flag.StringVar(&o.adminURL, "admin-url", envOr("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"), "PostgreSQL URL of a database from which to create the bench database")
+	o.Define("forum_bench")
 	flag.IntVar(&o.messages, "messages", 1_000_000, "messages in the conversation")
 	flag.IntVar(&o.samples, "samples", 2000, "latency samples per page")
 	flag.IntVar(&o.rounds, "rounds", 5, "throughput rounds (each an HTTP run and a pgbench run), after one warm-up round")
 	flag.DurationVar(&o.round, "round", 2*time.Second, "length of each side of a throughput round (whole seconds)")
 	flag.IntVar(&o.clients, "clients", 16, "concurrent clients (HTTP and pgbench)")
-	flag.BoolVar(&o.keep, "keep", false, "keep the bench database afterwards")
 	flag.IntVar(&o.pageConcurrency, "page-concurrency", 0, "the service's PAGE_QUERY_CONCURRENCY (0: its default)")
 	flag.Func("compare", "another forum-svc binary to serve the same database and take its turn in every throughput round (repeatable); measures what a change buys", func(path string) error {
 		o.compare = append(o.compare, path)
 		return nil
 	})
 	flag.Parse()
-	return o
+	return o, o.Check()
 }
 
 func run(ctx context.Context, o options) error {
@@ -66,7 +66,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	defer env.close()
+	defer env.Close()
 	res, err := measure(env, o)
 	if err != nil {
 		return err
@@ -74,11 +74,4 @@ func run(ctx context.Context, o options) error {
 	r := report(res, o)
 	r.Print(os.Stdout)
 	return r.Err()
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
 }

@@ -5,25 +5,23 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
-	"forumstats.local/shared/testutil"
+	"forumstats.local/tools/bench"
 	"forumstats.local/tools/stack"
 )
 
 // The bench's data: one conversation between users 1 and 2, read by user 1 with 20 messages a
 // page (the schema's default page size).
 const (
-	database = "forum_bench"
-	convID   = 1
-	userID   = 1
-	perPage  = 20
-	t0       = 1_767_225_600
+	convID  = 1
+	userID  = 1
+	perPage = 20
+	t0      = 1_767_225_600
 )
 
 // benchEnv is forum-svc serving a filled database.
@@ -33,69 +31,38 @@ type benchEnv struct {
 	dbURL    string
 	key      string // a user key of userID with conversation:read
 	lastPage int
-	cleanups []func() // run in reverse order by close
-}
-
-func (e *benchEnv) close() {
-	for i := len(e.cleanups) - 1; i >= 0; i-- {
-		e.cleanups[i]()
-	}
+	bench.Cleanups
 }
 
 // setup builds forum-svc, creates and fills the bench database through the service's commands and
 // plain SQL, and starts the service on it.
 func setup(ctx context.Context, o options) (_ *benchEnv, err error) {
 	e := &benchEnv{lastPage: (o.messages + perPage - 1) / perPage}
-	defer func() {
-		if err != nil {
-			e.close()
-		}
-	}()
-	dir, err := stack.TempDir("forum-bench")
+	defer e.CloseOnError(&err)
+	bin, dbURL, env, err := e.Prepare(ctx, stack.Forum, o.Flags)
 	if err != nil {
 		return nil, err
-	}
-	e.cleanups = append(e.cleanups, func() { _ = os.RemoveAll(dir) })
-	bins, err := stack.Build(ctx, dir, stack.Forum)
-	if err != nil {
-		return nil, err
-	}
-	bin := bins[stack.Forum]
-	dbURL, drop, err := testutil.CreateDatabase(ctx, o.adminURL, database, "")
-	if err != nil {
-		return nil, err
-	}
-	if !o.keep {
-		e.cleanups = append(e.cleanups, drop)
 	}
 	e.dbURL = dbURL
-	env := []string{"DATABASE_URL=" + dbURL}
-
 	start := time.Now()
-	if out, err := stack.Run(ctx, 2*time.Minute, bin, env, "migrate"); err != nil {
-		return nil, fmt.Errorf("forum-svc migrate: %w\n%s", err, out)
-	}
-	if err := fill(ctx, dbURL, o.messages); err != nil {
+	if err := fill(ctx, e.dbURL, o.messages); err != nil {
 		return nil, fmt.Errorf("fill: %w", err)
 	}
 	if e.key, err = createKey(ctx, bin, env); err != nil {
 		return nil, err
 	}
 	fmt.Printf("database %s: 1 conversation of %d messages (%d pages of %d), filled in %.1f s\n",
-		database, o.messages, e.lastPage, perPage, time.Since(start).Seconds())
+		o.DB, o.messages, e.lastPage, perPage, time.Since(start).Seconds())
 
-	e.svc, err = stack.StartService(stack.Forum, bin, append(env, serviceEnv(o)...))
-	if err != nil {
+	if e.svc, err = e.StartService(stack.Forum, bin, append(env, serviceEnv(o)...)); err != nil {
 		return nil, err
 	}
-	e.cleanups = append(e.cleanups, func() { e.svc.Stop(10 * time.Second) })
 	for _, path := range o.compare {
-		svc, err := stack.StartService(path, path, append(env, serviceEnv(o)...))
+		svc, err := e.StartService(path, path, append(env, serviceEnv(o)...))
 		if err != nil {
 			return nil, err
 		}
 		e.others = append(e.others, svc)
-		e.cleanups = append(e.cleanups, func() { svc.Stop(10 * time.Second) })
 	}
 	return e, nil
 }

@@ -24,21 +24,20 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
-	"regexp"
 	"syscall"
 	"time"
+
+	"forumstats.local/tools/bench"
 )
 
 // options are the command's flags.
 type options struct {
-	adminURL    string
-	dbName      string
+	bench.Flags
 	redis       bool
 	servers     int
 	channels    int
@@ -46,7 +45,6 @@ type options struct {
 	cold        int
 	duration    time.Duration
 	concurrency int
-	keep        bool
 }
 
 func main() {
@@ -59,19 +57,12 @@ func main() {
 			err = run(o)
 		}
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "stats-bench:", err)
-		os.Exit(1)
-	}
+	bench.Exit("stats-bench", err)
 }
-
-var dbNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 func parseFlags() (options, error) {
 	var o options
-	flag.StringVar(&o.adminURL, "admin-url", cmp.Or(os.Getenv("BENCH_POSTGRES_URL"), "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
-		"PostgreSQL URL of a database from which to create the bench database (env BENCH_POSTGRES_URL)")
-	flag.StringVar(&o.dbName, "db", "stats_bench", "name of the bench database (created, then dropped)")
+	o.Define("stats_bench")
 	flag.BoolVar(&o.redis, "redis", true, "give the service a private redis-server as its shared cache (false: in-process cache only)")
 	flag.IntVar(&o.servers, "servers", 100, "servers")
 	flag.IntVar(&o.channels, "channels", 50, "channels per server")
@@ -79,15 +70,11 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.cold, "cold", 21, "cold requests (median reported)")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "duration of each side of a throughput run")
 	flag.IntVar(&o.concurrency, "concurrency", 8, "concurrent keep-alive clients")
-	flag.BoolVar(&o.keep, "keep", false, "keep the bench database afterwards")
 	flag.Parse()
 	if o.servers <= 0 || o.channels <= 0 || o.days < seriesDays+o.cold || o.cold <= 0 || o.concurrency <= 0 || o.duration < time.Second {
 		return o, fmt.Errorf("-servers, -channels, -cold and -concurrency must be positive, -days at least 366 + cold, -duration at least 1s")
 	}
-	if !dbNameRE.MatchString(o.dbName) {
-		return o, fmt.Errorf("-db %q: want lower-case letters, digits and _", o.dbName)
-	}
-	return o, nil
+	return o, o.Check()
 }
 
 func run(o options) error {
@@ -97,7 +84,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	defer env.close()
+	defer env.Close()
 	res, err := measure(ctx, env, o)
 	if err != nil {
 		return err

@@ -4,62 +4,34 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
 	"forumstats.local/shared/reports"
-	"forumstats.local/shared/testutil"
+	"forumstats.local/tools/bench"
 	"forumstats.local/tools/stack"
 )
 
 // benchEnv is stats-svc serving a filled database.
 type benchEnv struct {
-	svc      *stack.Service
-	redis    bool
-	today    reports.Day // the last day of the data
-	rows     int64       // daily channel rows
-	loaded   time.Duration
-	cleanups []func() // run in reverse order by close
-}
-
-func (e *benchEnv) close() {
-	for i := len(e.cleanups) - 1; i >= 0; i-- {
-		e.cleanups[i]()
-	}
+	svc    *stack.Service
+	redis  bool
+	today  reports.Day // the last day of the data
+	rows   int64       // daily channel rows
+	loaded time.Duration
+	bench.Cleanups
 }
 
 // setup builds stats-svc, creates the database, migrates it with `stats-svc migrate`, fills it
 // with plain SQL and starts `stats-svc serve` on it.
 func setup(ctx context.Context, o options) (_ *benchEnv, err error) {
 	e := &benchEnv{today: reports.DayOf(time.Now()), redis: o.redis}
-	defer func() {
-		if err != nil {
-			e.close()
-		}
-	}()
-	dir, err := stack.TempDir("stats-bench")
+	defer e.CloseOnError(&err)
+	bin, dbURL, env, err := e.Prepare(ctx, stack.Stats, o.Flags)
 	if err != nil {
 		return nil, err
-	}
-	e.cleanups = append(e.cleanups, func() { _ = os.RemoveAll(dir) })
-	bins, err := stack.Build(ctx, dir, stack.Stats)
-	if err != nil {
-		return nil, err
-	}
-	bin := bins[stack.Stats]
-	dbURL, drop, err := testutil.CreateDatabase(ctx, o.adminURL, o.dbName, "")
-	if err != nil {
-		return nil, err
-	}
-	if !o.keep {
-		e.cleanups = append(e.cleanups, drop)
-	}
-	env := []string{"DATABASE_URL=" + dbURL}
-	if out, err := stack.Run(ctx, 2*time.Minute, bin, env, "migrate"); err != nil {
-		return nil, fmt.Errorf("stats-svc migrate: %w\n%s", err, out)
 	}
 	start := time.Now()
 	if e.rows, err = fill(ctx, dbURL, o, e.today); err != nil {
@@ -75,17 +47,13 @@ func setup(ctx context.Context, o options) (_ *benchEnv, err error) {
 		if err != nil {
 			return nil, err
 		}
-		e.cleanups = append(e.cleanups, rs.Close)
+		e.Add(rs.Close)
 		env = append(env, "REDIS_URL="+rs.URL())
 	}
 	// Request logs (Info) are off, as a log shipper would take them off the service's hands;
 	// writing them into the bench's pipe would measure the bench's reading.
-	e.svc, err = stack.StartService(stack.Stats, bin, append(env, "LOG_LEVEL=warn"))
-	if err != nil {
-		return nil, err
-	}
-	e.cleanups = append(e.cleanups, func() { e.svc.Stop(10 * time.Second) })
-	return e, nil
+	e.svc, err = e.StartService(stack.Stats, bin, append(env, "LOG_LEVEL=warn"))
+	return e, err
 }
 
 // fill loads the data in SQL (generate_series), never row by row from Go, and returns the number
