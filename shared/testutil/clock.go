@@ -35,3 +35,16 @@ func (c *Clock) Set(t time.Time) {
 	c.now = t
 	c.mu.Unlock()
 }
+
+// Busiest is the most of times (in the order they happened) that fall within any one span of
+// length window: what a rate limit of that window sees at its worst.
+func Busiest(times []time.Time, window time.Duration) int {
+	most, j := 0, 0
+	for i, t := range times {
+		for t.Sub(times[j]) >= window {
+			j++
+		}
+		most = max(most, i-j+1)
+	}
+	return most
+}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"forumstats.local/shared/testutil"
 )
 
 // bucketTransport plays Discord for the scheduler's tests under a virtual clock: every answer
@@ -80,16 +82,7 @@ func newBucketTransport(latency time.Duration, limit int, hashOf func(string) st
 }
 
 // busiest is the most departures within any one second.
-func (b *bucketTransport) busiest() int {
-	most, j := 0, 0
-	for i, d := range b.departures {
-		for d.Sub(b.departures[j]) >= time.Second {
-			j++
-		}
-		most = max(most, i-j+1)
-	}
-	return most
-}
+func (b *bucketTransport) busiest() int { return testutil.Busiest(b.departures, time.Second) }
 
 // TestSchedulerSharedBucket: /guilds/{id} and /guilds/{id}/channels share one bucket of 2 a
 // second per guild: once the hash is learned, the two routes together stay within it (no 429),

@@ -22,6 +22,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
 	"forumstats.local/shared/reports"
+	"forumstats.local/shared/testutil"
 	"forumstats.local/tools/stack"
 )
 
@@ -403,13 +404,4 @@ func (t traffic) behind(interval time.Duration) (most, last time.Duration) {
 }
 
 // busiestSecond is the most requests that left for the fake within any one second.
-func (t traffic) busiestSecond() int {
-	most, j := 0, 0
-	for i, a := range t.arrivals {
-		for a.Sub(t.arrivals[j]) >= time.Second {
-			j++
-		}
-		most = max(most, i-j+1)
-	}
-	return most
-}
+func (t traffic) busiestSecond() int { return testutil.Busiest(t.arrivals, time.Second) }
