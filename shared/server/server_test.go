@@ -1,11 +1,10 @@
-package server
+package server_test
 
 import (
 	"context"
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,11 +12,14 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"forumstats.local/shared/server"
+	"forumstats.local/shared/server/servertest"
 )
 
 func TestHealthReadyMetrics(t *testing.T) {
 	var failing bool
-	e := New(Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: []Check{{
+	e := server.New(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: []server.Check{{
 		Name: "db", Fn: func(context.Context) error {
 			if failing {
 				return errors.New("down")
@@ -49,23 +51,17 @@ func TestHealthReadyMetrics(t *testing.T) {
 }
 
 func TestGracefulShutdownFinishesInFlight(t *testing.T) {
-	e := New(Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e := server.New(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	started := make(chan struct{})
 	e.GET("/slow", func(c echo.Context) error {
 		close(started)
 		time.Sleep(300 * time.Millisecond)
 		return c.String(200, "done")
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, e, ln, nil) }()
+	addr, stop := servertest.Serve(t, e)
 	result := make(chan string, 1)
 	go func() {
-		resp, err := http.Get("http://" + ln.Addr().String() + "/slow")
+		resp, err := http.Get("http://" + addr + "/slow")
 		if err != nil {
 			result <- "error: " + err.Error()
 			return
@@ -75,11 +71,11 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 		result <- string(b)
 	}()
 	<-started
-	cancel()
+	// stop returns once Serve has: after the shutdown waited for the request in flight.
+	if err := stop(); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
 	if got := <-result; got != "done" {
 		t.Fatalf("in-flight request got %q", got)
-	}
-	if err := <-served; err != nil {
-		t.Fatalf("serve: %v", err)
 	}
 }
