@@ -6,61 +6,45 @@ import (
 )
 
 func TestParseDay(t *testing.T) {
-	tests := []struct {
-		in   string
-		want Day
-		ok   bool
-	}{
-		{"2026-11-20", Day{2026, 11, 20}, true},
-		{"2024-02-29", Day{2024, 2, 29}, true}, // leap year
-		{"2000-02-29", Day{2000, 2, 29}, true}, // divisible by 400
-		{"2023-02-29", Day{}, false},
-		{"2100-02-29", Day{}, false}, // divisible by 100, not 400
-		{"2026-04-30", Day{2026, 4, 30}, true},
-		{"2026-04-31", Day{}, false},
-		{"2026-12-31", Day{2026, 12, 31}, true},
-		{"2026-13-01", Day{}, false},
-		{"2026-00-10", Day{}, false},
-		{"2026-01-00", Day{}, false},
-		{"2026-1-01", Day{}, false},
-		{"2026-01-1", Day{}, false},
-		{"2026/01/01", Day{}, false},
-		{"+026-01-01", Day{}, false},
-		{"2026-01-01 ", Day{}, false},
-		{"2026-01-0x", Day{}, false},
-		{"２026-01-01", Day{}, false}, // full-width digit
-		{"", Day{}, false},
+	valid := map[string]Day{
+		"2026-11-20": {2026, 11, 20},
+		"2024-02-29": {2024, 2, 29}, // leap year
+		"2000-02-29": {2000, 2, 29}, // divisible by 400
+		"2026-04-30": {2026, 4, 30},
+		"2026-12-31": {2026, 12, 31},
 	}
-	for _, tt := range tests {
-		got, ok := ParseDay(tt.in)
-		if ok != tt.ok || got != tt.want {
-			t.Errorf("ParseDay(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+	for in, want := range valid {
+		got, ok := ParseDay(in)
+		if !ok || got != want {
+			t.Errorf("ParseDay(%q) = %v, %v; want %v, true", in, got, ok, want)
 		}
-		if ok && got.String() != tt.in {
-			t.Errorf("ParseDay(%q).String() = %q", tt.in, got.String())
+		if got.String() != in {
+			t.Errorf("ParseDay(%q).String() = %q", in, got.String())
+		}
+	}
+	for _, in := range []string{
+		"2023-02-29",
+		"2100-02-29", // divisible by 100, not 400
+		"2026-04-31", "2026-13-01", "2026-00-10", "2026-01-00",
+		"2026-1-01", "2026-01-1", "2026/01/01", "+026-01-01", "2026-01-01 ", "2026-01-0x",
+		"２026-01-01", // full-width digit
+		"",
+	} {
+		if got, ok := ParseDay(in); ok || got != (Day{}) {
+			t.Errorf("ParseDay(%q) = %v, %v; want a refusal", in, got, ok)
 		}
 	}
 }
 
 func TestParseMonth(t *testing.T) {
-	tests := []struct {
-		in   string
-		want Month
-		ok   bool
-	}{
-		{"2026-11", Month{2026, 11}, true},
-		{"2015-01", Month{2015, 1}, true},
-		{"2026-13", Month{}, false},
-		{"2026-00", Month{}, false},
-		{"2026-1", Month{}, false},
-		{"2026-011", Month{}, false},
-		{"202611", Month{}, false},
-		{"", Month{}, false},
+	for in, want := range map[string]Month{"2026-11": {2026, 11}, "2015-01": {2015, 1}} {
+		if got, ok := ParseMonth(in); !ok || got != want {
+			t.Errorf("ParseMonth(%q) = %v, %v; want %v, true", in, got, ok, want)
+		}
 	}
-	for _, tt := range tests {
-		got, ok := ParseMonth(tt.in)
-		if ok != tt.ok || got != tt.want {
-			t.Errorf("ParseMonth(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+	for _, in := range []string{"2026-13", "2026-00", "2026-1", "2026-011", "202611", ""} {
+		if got, ok := ParseMonth(in); ok || got != (Month{}) {
+			t.Errorf("ParseMonth(%q) = %v, %v; want a refusal", in, got, ok)
 		}
 	}
 }
