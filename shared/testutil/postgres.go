@@ -20,7 +20,6 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for the admin connection
-	"github.com/testcontainers/testcontainers-go"
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
 	"gorm.io/gorm"
 
@@ -28,46 +27,30 @@ import (
 	"forumstats.local/shared/migrate"
 )
 
-const localPostgres = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-
-var postgresSource = &source{kind: "PostgreSQL", env: "TEST_POSTGRES_URL", local: localPostgres, ping: pingPostgres, container: postgresContainer,
-	hint: "set TEST_POSTGRES_URL=postgres://user@host:port/db, or run a server on 127.0.0.1:5432 " +
-		"(user postgres, trust auth), or make a Docker engine available for testcontainers"}
-
 // PostgresURL returns the URL of an administrative database on a PostgreSQL server that tests
 // may create databases on.
 func PostgresURL() (string, error) { return postgresSource.URL() }
 
-func pingPostgres(u string) error {
+func pingPostgres(ctx context.Context, u string) error {
 	conn, err := sql.Open("pgx", u)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
 	return conn.PingContext(ctx)
 }
 
-func postgresContainer() (u string, cleanup func(), err error) {
-	defer recoverContainerPanic(&err)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c, err := tcpostgres.Run(ctx, "postgres:16-alpine",
-		tcpostgres.WithDatabase("postgres"),
-		tcpostgres.WithUsername("postgres"),
-		tcpostgres.WithPassword("postgres"),
-		tcpostgres.BasicWaitStrategies(),
-	)
-	if err != nil {
-		return "", nil, err
-	}
-	u, err = c.ConnectionString(ctx, "sslmode=disable")
-	if err != nil {
-		_ = testcontainers.TerminateContainer(c)
-		return "", nil, err
-	}
-	return u, func() { _ = testcontainers.TerminateContainer(c) }, nil
+func postgresContainer() (string, func(), error) {
+	return startContainer(func(ctx context.Context) (*tcpostgres.PostgresContainer, error) {
+		return tcpostgres.Run(ctx, "postgres:16-alpine",
+			tcpostgres.WithDatabase("postgres"),
+			tcpostgres.WithUsername("postgres"),
+			tcpostgres.WithPassword("postgres"),
+			tcpostgres.BasicWaitStrategies(),
+		)
+	}, func(ctx context.Context, c *tcpostgres.PostgresContainer) (string, error) {
+		return c.ConnectionString(ctx, "sslmode=disable")
+	})
 }
 
 var unsafeName = regexp.MustCompile(`[^a-z0-9_]+`)

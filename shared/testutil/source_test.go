@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func TestSourceOrder(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("TEST_X_URL", tt.env)
 			s := &source{kind: "X", env: "TEST_X_URL", local: "local://", hint: "run one",
-				ping: func(u string) error {
+				ping: func(_ context.Context, u string) error {
 					if tt.up[u] {
 						return nil
 					}
