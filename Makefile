@@ -28,7 +28,7 @@ run: build ## Run everything locally on the embedded database (no Docker, no tok
 	@scripts/run.sh
 
 .PHONY: test
-test: lint ## Run every test (needs PostgreSQL and Redis: local ports, TEST_POSTGRES_URL/TEST_REDIS_URL, or Docker)
+test: lint lint-openapi ## Run every test (needs PostgreSQL and Redis: local ports, TEST_POSTGRES_URL/TEST_REDIS_URL, or Docker)
 	$(GO) test -race -count=1 -timeout 14m $(PKGS)
 	@# The collector's scheduler at 1,000 servers in virtual time (under -race the test runs 200).
 	$(GO) test -count=1 -run '^TestSimulationAtScale$$' -v ./collector-svc/internal/collect/
@@ -55,6 +55,14 @@ fuzz: ## Run every FuzzXxx in the workspace for a few seconds each (FUZZTIME, de
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $(MODULES) 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+
+# Both services' OpenAPI documents, through the Redocly CLI pinned in tools/openapi-lint.
+OPENAPI_DOCS := forum-svc/internal/httpapi/openapi.json stats-svc/internal/httpapi/openapi.json
+
+.PHONY: lint-openapi
+lint-openapi: ## Lint both OpenAPI documents with Redocly CLI (recommended rules); any error or warning fails
+	@test -d tools/openapi-lint/node_modules/@redocly/cli || { echo "Redocly CLI is missing: (cd tools/openapi-lint && npm ci)" >&2; exit 1; }
+	node tools/openapi-lint/lint.mjs $(OPENAPI_DOCS)
 
 .PHONY: migrate
 migrate: build ## Apply migrations: FORUM_DATABASE_URL (forum) and STATS_DATABASE_URL (reports); SQLite defaults
