@@ -297,9 +297,15 @@ func (r *run) do(ctx context.Context) error {
 
 // each runs fn for every server, Concurrency at once, until ctx ends.
 func (r *run) each(ctx context.Context, servers []*server, fn func(*server)) {
-	sem := make(chan struct{}, r.c.cfg.Concurrency)
+	limited(ctx, r.c.cfg.Concurrency, servers, func(_ int, s *server) { fn(s) })
+}
+
+// limited runs fn for each item in its own goroutine, at most limit at once, and waits for them;
+// once ctx ends it starts no more.
+func limited[T any](ctx context.Context, limit int, items []T, fn func(int, T)) {
+	sem := make(chan struct{}, limit)
 	var wg sync.WaitGroup
-	for _, s := range servers {
+	for i, it := range items {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -309,7 +315,7 @@ func (r *run) each(ctx context.Context, servers []*server, fn func(*server)) {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			fn(s)
+			fn(i, it)
 		})
 	}
 	wg.Wait()
@@ -539,45 +545,32 @@ func (r *run) channels(dctx context.Context, s *server, w reports.Window, asked 
 	var (
 		mu       sync.Mutex
 		firstErr error
-		wg       sync.WaitGroup
 	)
 	counts := make([]int64, len(asked))
 	skipped := make([]bool, len(asked))
-	sem := make(chan struct{}, r.c.cfg.PerServer)
-	for i, ch := range asked {
-		select {
-		case sem <- struct{}{}:
-		case <-wctx.Done():
-		}
-		if wctx.Err() != nil {
-			break
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			r.requests.Add(1)
-			n, err := r.c.cfg.Discord.CountMessages(wctx, s.GuildID, ch.ID, w.From, w.To)
-			switch {
-			case err == nil:
-				counts[i] = n
-			case errors.Is(err, discord.ErrForbidden) || errors.Is(err, discord.ErrNotFound):
-				// No access to this channel (or it was deleted since the listing): skip it.
-				s.log.Debug("channel skipped", "channel_id", ch.ID, "err", err)
-				skipped[i] = true
-				if errors.Is(err, discord.ErrForbidden) {
-					r.c.markForbidden(ch, r.c.cfg.Now())
-				}
-			default:
-				mu.Lock()
-				// The first failure stops the others; a 401 among them is what the pass needs.
-				if firstErr == nil || (errors.Is(err, discord.ErrUnauthorized) && !errors.Is(firstErr, discord.ErrUnauthorized)) {
-					firstErr = err
-				}
-				mu.Unlock()
-				cancel()
+	limited(wctx, r.c.cfg.PerServer, asked, func(i int, ch discord.Channel) {
+		r.requests.Add(1)
+		n, err := r.c.cfg.Discord.CountMessages(wctx, s.GuildID, ch.ID, w.From, w.To)
+		switch {
+		case err == nil:
+			counts[i] = n
+		case errors.Is(err, discord.ErrForbidden) || errors.Is(err, discord.ErrNotFound):
+			// No access to this channel (or it was deleted since the listing): skip it.
+			s.log.Debug("channel skipped", "channel_id", ch.ID, "err", err)
+			skipped[i] = true
+			if errors.Is(err, discord.ErrForbidden) {
+				r.c.markForbidden(ch, r.c.cfg.Now())
 			}
-		})
-	}
-	wg.Wait()
+		default:
+			mu.Lock()
+			// The first failure stops the others; a 401 among them is what the pass needs.
+			if firstErr == nil || (errors.Is(err, discord.ErrUnauthorized) && !errors.Is(firstErr, discord.ErrUnauthorized)) {
+				firstErr = err
+			}
+			mu.Unlock()
+			cancel()
+		}
+	})
 	if firstErr != nil {
 		return nil, firstErr
 	}
