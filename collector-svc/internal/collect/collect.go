@@ -337,23 +337,27 @@ func (r *run) abortErr() error {
 // ones.
 func (r *run) open(ctx, dctx context.Context, stopDiscord context.CancelFunc, s *server) {
 	d, st := r.c.cfg.Discord, r.c.cfg.Store
-	// failAll marks every regular window of the server stale with err's code; backfill days
-	// are missing by definition, so only the regular windows can be marked.
-	failAll := func(err error) {
-		for _, w := range r.regular() {
-			s.done[w.Label] = true
-			r.failWindow(ctx, s.log, s.GuildID, w, err)
+	// failed tells whether a request for the server failed; unless the pass is stopping, it
+	// marks every regular window of the server stale with err's code (backfill days are missing
+	// by definition, so only the regular windows can be marked).
+	failed := func(err error) bool {
+		if err == nil {
+			return false
 		}
+		if err = r.discordErr(ctx, err, stopDiscord); ctx.Err() == nil {
+			for _, w := range r.regular() {
+				s.done[w.Label] = true
+				r.failWindow(ctx, s.log, s.GuildID, w, err)
+			}
+		}
+		return true
 	}
 	if r.abortErr() != nil {
 		return // marked at the end of the pass
 	}
 	r.requests.Add(1)
 	g, err := d.Guild(dctx, s.GuildID)
-	if err != nil {
-		if err = r.discordErr(ctx, err, stopDiscord); ctx.Err() == nil {
-			failAll(err)
-		}
+	if failed(err) {
 		return
 	}
 	if err := st.SaveGuild(ctx, s.GuildID, g.Icon, g.Banner, r.c.cfg.Now()); err != nil {
@@ -362,10 +366,7 @@ func (r *run) open(ctx, dctx context.Context, stopDiscord context.CancelFunc, s 
 	}
 	r.requests.Add(1)
 	all, err := d.Channels(dctx, s.GuildID)
-	if err != nil {
-		if err = r.discordErr(ctx, err, stopDiscord); ctx.Err() == nil {
-			failAll(err)
-		}
+	if failed(err) {
 		return
 	}
 	for _, ch := range all {
