@@ -1,6 +1,7 @@
 // Runs Redocly CLI's lint (the pinned one beside this file, with redocly.yaml) over the documents
 // named on the command line and fails on any problem: `redocly lint` alone exits 0 when it finds
-// only warnings, and make test wants none. Problems silenced by an ignore file fail too.
+// only warnings, and make test wants none. Problems silenced by an ignore file fail too, and so
+// does a mistake in redocly.yaml (an unknown rule would otherwise be skipped with a notice).
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,7 +18,8 @@ for (const doc of docs) {
   // One run per document: with several, --format json prints one report after another.
   const run = spawnSync(
     process.execPath,
-    [cli, 'lint', '--config', path.join(here, 'redocly.yaml'), '--format', 'json', '--max-problems', '100000', doc],
+    [cli, 'lint', '--config', path.join(here, 'redocly.yaml'), '--lint-config', 'error',
+      '--format', 'json', '--max-problems', '100000', doc],
     {
       encoding: 'utf8',
       maxBuffer: 64 << 20,
