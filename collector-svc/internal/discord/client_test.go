@@ -230,25 +230,43 @@ func TestMalformedSuccess(t *testing.T) {
 	}
 }
 
-func TestRetry5xx(t *testing.T) {
-	f := newFakeAPI(t, func(n int64, w http.ResponseWriter, r *http.Request) {
-		if n <= 3 {
-			write(w, 500+int(n), `{"message":"oops","code":0}`)
-			return
-		}
-		searchOK(w, 7)
-	})
-	before := testutil.ToFloat64(metricRequests.WithLabelValues(routeSearch, "502"))
-	from, to := window()
-	n, err := f.client().CountMessages(context.Background(), guildA, "", from, to)
-	if err != nil || n != 7 {
-		t.Fatalf("CountMessages = %d, %v", n, err)
-	}
-	if f.n.Load() != 4 {
-		t.Errorf("%d requests, want 4", f.n.Load())
-	}
-	if d := testutil.ToFloat64(metricRequests.WithLabelValues(routeSearch, "502")) - before; d != 1 {
-		t.Errorf("requests_total{status=502} grew by %v, want 1", d)
+// TestRetried: a 5xx or a connection dying without an answer is retried; each failed attempt is
+// counted under its status.
+func TestRetried(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		failures int64
+		fail     func(n int64, w http.ResponseWriter)
+		status   string // one of the failures' label in requests_total
+	}{
+		{"5xx", 3, func(n int64, w http.ResponseWriter) { write(w, 500+int(n), `{"message":"oops","code":0}`) }, "502"},
+		{"network error", 1, func(_ int64, w http.ResponseWriter) {
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				conn.Close() // the connection dies without an answer
+			}
+		}, "error"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeAPI(t, func(n int64, w http.ResponseWriter, r *http.Request) {
+				if n <= tt.failures {
+					tt.fail(n, w)
+					return
+				}
+				searchOK(w, 7)
+			})
+			before := testutil.ToFloat64(metricRequests.WithLabelValues(routeSearch, tt.status))
+			from, to := window()
+			n, err := f.client().CountMessages(context.Background(), guildA, "", from, to)
+			if err != nil || n != 7 {
+				t.Fatalf("CountMessages = %d, %v", n, err)
+			}
+			if f.n.Load() != tt.failures+1 {
+				t.Errorf("%d requests, want %d", f.n.Load(), tt.failures+1)
+			}
+			if d := testutil.ToFloat64(metricRequests.WithLabelValues(routeSearch, tt.status)) - before; d != 1 {
+				t.Errorf("requests_total{status=%s} grew by %v, want 1", tt.status, d)
+			}
+		})
 	}
 }
 
@@ -267,28 +285,6 @@ func TestRetry5xxExhausted(t *testing.T) {
 	}
 	if gap := f.at(2).Sub(f.at(1)); gap < 5*time.Millisecond {
 		t.Errorf("second retry after %s: no backoff", gap)
-	}
-}
-
-func TestRetryNetworkError(t *testing.T) {
-	f := newFakeAPI(t, func(n int64, w http.ResponseWriter, r *http.Request) {
-		if n == 1 {
-			conn, _, err := w.(http.Hijacker).Hijack()
-			if err == nil {
-				conn.Close() // the connection dies without an answer
-			}
-			return
-		}
-		searchOK(w, 3)
-	})
-	before := testutil.ToFloat64(metricRequests.WithLabelValues(routeSearch, "error"))
-	from, to := window()
-	n, err := f.client().CountMessages(context.Background(), guildA, "", from, to)
-	if err != nil || n != 3 {
-		t.Fatalf("CountMessages = %d, %v", n, err)
-	}
-	if d := testutil.ToFloat64(metricRequests.WithLabelValues(routeSearch, "error")) - before; d != 1 {
-		t.Errorf("requests_total{status=error} grew by %v, want 1", d)
 	}
 }
 
