@@ -6,51 +6,27 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-	"gorm.io/gorm"
-
 	"forumstats.local/collector-svc/internal/collect"
 	"forumstats.local/collector-svc/internal/discord"
 	"forumstats.local/collector-svc/internal/lock"
 	"forumstats.local/collector-svc/internal/store"
+	"forumstats.local/shared/backend"
 	"forumstats.local/shared/db"
-	"forumstats.local/shared/migrate"
-	"forumstats.local/shared/rdb"
 	"forumstats.local/shared/reports"
 	"forumstats.local/shared/server"
 )
 
-// backend is the reports database and the optional Redis of a command.
-type backend struct {
-	db  *gorm.DB
-	rdb *redis.Client // nil: no REDIS_URL
+// open opens the reports database (migrating it unless MIGRATE_ON_START=false) and Redis.
+func open(ctx context.Context, cfg Config, log *slog.Logger) (*backend.Backend, error) {
+	return backend.Open(ctx, cfg.Common, log, reports.Migrations)
 }
 
-// open opens the database (migrating it unless MIGRATE_ON_START=false) and Redis.
-func open(ctx context.Context, cfg Config, log *slog.Logger) (*backend, error) {
-	gdb, err := migrate.Open(ctx, cfg.DatabaseURL, log, cfg.MigrateOnStart, reports.Migrations)
-	if err != nil {
-		return nil, err
-	}
-	rc, err := rdb.Open(ctx, cfg.RedisURL)
-	if err != nil {
-		db.Close(gdb)
-		return nil, err
-	}
-	return &backend{db: gdb, rdb: rc}, nil
+func reportStore(b *backend.Backend, log *slog.Logger) *store.Store {
+	return store.New(b.DB, b.Redis, log)
 }
-
-func (b *backend) close() {
-	if b.rdb != nil {
-		b.rdb.Close()
-	}
-	db.Close(b.db)
-}
-
-func (b *backend) store(log *slog.Logger) *store.Store { return store.New(b.db, b.rdb, log) }
 
 // collector is the collector of cfg over b, and the writer lock it collects under.
-func collector(cfg Config, b *backend, log *slog.Logger) (*collect.Collector, *lock.Lock, error) {
+func collector(cfg Config, b *backend.Backend, log *slog.Logger) (*collect.Collector, *lock.Lock, error) {
 	c := cfg.Collector
 	if c.Token == "" {
 		log.Warn("DISCORD_TOKEN is empty: requests go without authorization (only a fake Discord accepts that)")
@@ -58,13 +34,13 @@ func collector(cfg Config, b *backend, log *slog.Logger) (*collect.Collector, *l
 	client := discord.New(discord.Config{BaseURL: c.APIBase, Token: c.Token, GlobalRate: float64(c.MaxRPS), Logger: log})
 	col := collect.New(collect.Config{
 		Discord:        client,
-		Store:          b.store(log),
+		Store:          reportStore(b, log),
 		CatalogFile:    c.CatalogFile,
 		RefreshMinutes: c.RefreshMinutes,
 		MaxRPS:         float64(c.MaxRPS),
 		Logger:         log,
 	})
-	lk, err := lock.New(b.db, cfg.DatabaseURL, min(c.Interval, 5*time.Second), log)
+	lk, err := lock.New(b.DB, cfg.DatabaseURL, min(c.Interval, 5*time.Second), log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -78,7 +54,7 @@ func RunOnce(ctx context.Context, cfg Config, log *slog.Logger) (collect.Result,
 	if err != nil {
 		return collect.Result{}, err
 	}
-	defer b.close()
+	defer b.Close()
 	col, lk, err := collector(cfg, b, log)
 	if err != nil {
 		return collect.Result{}, err
@@ -98,7 +74,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	defer b.close()
+	defer b.Close()
 	col, lk, err := collector(cfg, b, log)
 	if err != nil {
 		return err
@@ -106,7 +82,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	e := server.New(server.Options{
 		Name:   "collector-svc",
 		Logger: log,
-		Ready:  []server.Check{{Name: "database", Fn: db.Ping(b.db)}},
+		Ready:  []server.Check{{Name: "database", Fn: db.Ping(b.DB)}},
 	})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -118,7 +94,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}()
 	c := cfg.Collector
 	log.Info("collector-svc starting", "addr", cfg.HTTPAddr, "discord", c.APIBase, "catalog_file", c.CatalogFile,
-		"refresh_minutes", c.RefreshMinutes, "interval", c.Interval.String(), "redis", b.rdb != nil)
+		"refresh_minutes", c.RefreshMinutes, "interval", c.Interval.String(), "redis", b.Redis != nil)
 	serveErr := col.Serve(ctx, lk, c.Interval)
 	cancel()
 	if err := <-httpErr; err != nil {

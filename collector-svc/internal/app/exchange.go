@@ -29,8 +29,8 @@ func Import(ctx context.Context, cfg Config, log *slog.Logger, path string) (sto
 	if err != nil {
 		return store.ImportStats{}, err
 	}
-	defer b.close()
-	st, err := b.store(log).Import(ctx, file)
+	defer b.Close()
+	st, err := reportStore(b, log).Import(ctx, file)
 	if err != nil {
 		return store.ImportStats{}, fmt.Errorf("import %s: %w (nothing was written)", path, err)
 	}
@@ -50,8 +50,8 @@ func Export(ctx context.Context, cfg Config, log *slog.Logger, path string, stdo
 	if err != nil {
 		return ExportStats{}, err
 	}
-	defer b.close()
-	file, err := b.store(log).Export(ctx)
+	defer b.Close()
+	file, err := reportStore(b, log).Export(ctx)
 	if err != nil {
 		return ExportStats{}, fmt.Errorf("export: %w", err)
 	}

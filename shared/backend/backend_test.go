@@ -1,0 +1,47 @@
+package backend_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"forumstats.local/shared/backend"
+	"forumstats.local/shared/config"
+	"forumstats.local/shared/reports"
+)
+
+func TestOpen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name     string
+		migrate  bool
+		redis    string
+		tables   bool // the migrations' tables exist after Open
+		hasRedis bool
+	}{
+		{"MIGRATE_ON_START=false leaves the schema alone", false, "", false, false},
+		{"migrated on opening", true, "", true, false},
+		{"with a Redis, reachable or not", true, "redis://127.0.0.1:1/0", true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := config.Common{DatabaseURL: "sqlite:" + filepath.Join(dir, tt.name+".db"), RedisURL: tt.redis, MigrateOnStart: tt.migrate}
+			b, err := backend.Open(ctx, cfg, nil, reports.Migrations)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if got := b.DB.Migrator().HasTable("daily_reports"); got != tt.tables {
+				t.Errorf("daily_reports exists: %v, want %v", got, tt.tables)
+			}
+			if (b.Redis != nil) != tt.hasRedis {
+				t.Errorf("Redis client %v, want one: %v", b.Redis, tt.hasRedis)
+			}
+		})
+	}
+	bad := config.Common{DatabaseURL: "sqlite:" + filepath.Join(dir, "bad.db"), RedisURL: "http://not-redis", MigrateOnStart: true}
+	if b, err := backend.Open(ctx, bad, nil, reports.Migrations); err == nil {
+		b.Close()
+		t.Fatal("Open accepted a REDIS_URL that is not redis://")
+	}
+}
