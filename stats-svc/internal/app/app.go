@@ -15,13 +15,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"forumstats.local/shared/backend"
 	"forumstats.local/shared/config"
 	"forumstats.local/shared/db"
 	"forumstats.local/shared/migrate"
-	"forumstats.local/shared/rdb"
 	"forumstats.local/shared/reports"
 	"forumstats.local/shared/server"
 	"forumstats.local/stats-svc/internal/cache"
@@ -78,12 +77,6 @@ func cacheKeyPrefix(databaseURL, cdn string) string {
 	return "stats:v1:" + hex.EncodeToString(sum[:6]) + ":"
 }
 
-// openDB opens the reports database for a command, applying pending migrations first when apply
-// is set: the `migrate` command always sets it, serve sets cfg.MigrateOnStart.
-func openDB(ctx context.Context, url string, log *slog.Logger, apply bool) (*gorm.DB, error) {
-	return migrate.Open(ctx, url, log, apply, reports.Migrations)
-}
-
 // Service is the assembled HTTP service. Close releases it.
 type Service struct {
 	Handler *echo.Echo
@@ -93,9 +86,8 @@ type Service struct {
 	// Redis reports whether the cache shares answers through Redis (REDIS_URL set).
 	Redis bool
 
-	gdb       *gorm.DB
+	backend   *backend.Backend
 	reads     *db.Reads
-	rc        *redis.Client
 	chat      *metrics.Collector // registered on the default registry until Close; nil if not
 	stopWatch context.CancelFunc
 	watching  chan struct{}
@@ -104,23 +96,16 @@ type Service struct {
 // New builds the service: it opens the database (migrating it unless cfg.MigrateOnStart is
 // false) and Redis, and starts following the data generation.
 func New(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
-	gdb, err := openDB(ctx, cfg.DatabaseURL, log, cfg.MigrateOnStart)
+	b, err := backend.Open(ctx, cfg.Common, log, reports.Migrations)
 	if err != nil {
 		return nil, err
 	}
-	rc, err := rdb.Open(ctx, cfg.RedisURL)
+	reads, err := db.OpenReads(b.DB, cfg.DatabaseReadURL, db.ReadsOptions{Service: "stats-svc", Logger: log})
 	if err != nil {
-		db.Close(gdb)
+		b.Close()
 		return nil, err
 	}
-	reads, err := db.OpenReads(gdb, cfg.DatabaseReadURL, db.ReadsOptions{Service: "stats-svc", Logger: log})
-	if err != nil {
-		if rc != nil {
-			rc.Close()
-		}
-		db.Close(gdb)
-		return nil, err
-	}
+	gdb, rc := b.DB, b.Redis
 	st := store.New(gdb, report.Links{CDN: cfg.CDN})
 	st.RouteReads(reads)
 	c := cache.New(st, rc, cache.Options{
@@ -131,7 +116,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
 		log.Warn("cannot read the data generation yet", "err", err)
 	}
 	watch, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
-	s := &Service{Cache: c, Redis: rc != nil, gdb: gdb, reads: reads, rc: rc, stopWatch: stopWatch, watching: make(chan struct{})}
+	s := &Service{Cache: c, Redis: rc != nil, backend: b, reads: reads, stopWatch: stopWatch, watching: make(chan struct{})}
 	go func() {
 		defer close(s.watching)
 		c.Run(watch)
@@ -172,11 +157,8 @@ func (s *Service) Close() {
 	if s.chat != nil {
 		prometheus.Unregister(s.chat)
 	}
-	if s.rc != nil {
-		s.rc.Close()
-	}
 	s.reads.Close()
-	db.Close(s.gdb)
+	s.backend.Close()
 }
 
 // Serve runs `stats-svc serve` until ctx is done.

@@ -152,7 +152,7 @@ func TestChatMetricsServed(t *testing.T) {
 			}
 			defer s.Close()
 			if tt.migrate {
-				if err := s.gdb.Exec("INSERT INTO catalog_servers (number, name, guild_id) VALUES (1, 'Alpha', '81384788765712384')").Error; err != nil {
+				if err := s.backend.DB.Exec("INSERT INTO catalog_servers (number, name, guild_id) VALUES (1, 'Alpha', '81384788765712384')").Error; err != nil {
 					t.Fatal(err)
 				}
 			}
