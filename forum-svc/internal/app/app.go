@@ -20,10 +20,10 @@ import (
 	"forumstats.local/forum-svc/internal/ratelimit"
 	"forumstats.local/forum-svc/internal/store"
 	"forumstats.local/forum-svc/migrations"
+	"forumstats.local/shared/backend"
 	"forumstats.local/shared/config"
 	"forumstats.local/shared/db"
 	"forumstats.local/shared/migrate"
-	"forumstats.local/shared/rdb"
 	"forumstats.local/shared/server"
 )
 
@@ -138,25 +138,18 @@ func NewService(gdb *gorm.DB, rc *redis.Client, rl ratelimit.Config, log *slog.L
 
 // Serve runs `forum-svc serve` until ctx is done.
 func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
-	gdb, err := openDB(ctx, cfg.DatabaseURL, log, cfg.MigrateOnStart)
+	b, err := backend.Open(ctx, cfg.Common, log, migrations.Set)
 	if err != nil {
 		return err
 	}
-	defer db.Close(gdb)
-	rc, err := rdb.Open(ctx, cfg.RedisURL)
-	if err != nil {
-		return err
-	}
-	if rc != nil {
-		defer rc.Close()
-	}
-	reads, err := db.OpenReads(gdb, cfg.DatabaseReadURL, db.ReadsOptions{Service: "forum-svc", PinFor: cfg.PrimaryAfterWrite, Logger: log})
+	defer b.Close()
+	reads, err := db.OpenReads(b.DB, cfg.DatabaseReadURL, db.ReadsOptions{Service: "forum-svc", PinFor: cfg.PrimaryAfterWrite, Logger: log})
 	if err != nil {
 		return err
 	}
 	defer reads.Close()
 	// The replica is no readiness check: the primary answers while it is down.
-	svc, err := NewService(gdb, rc, cfg.RateLimit, log, Options{Reads: reads, Store: cfg.Store})
+	svc, err := NewService(b.DB, b.Redis, cfg.RateLimit, log, Options{Reads: reads, Store: cfg.Store})
 	if err != nil {
 		return fmt.Errorf("build service: %w", err)
 	}
