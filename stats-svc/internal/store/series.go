@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"gorm.io/gorm"
-
 	"forumstats.local/shared/reports"
 	"forumstats.local/stats-svc/internal/query"
 	"forumstats.local/stats-svc/internal/report"
@@ -18,41 +16,26 @@ import (
 // (36,600 small rows for 100 servers over 366 days, by the (day, guild_id)
 // index) and, for one server, its daily channel counts.
 func (s *Store) Series(ctx context.Context, q query.Series, now time.Time) (report.Answer, error) {
-	var out report.Answer
-	err := s.read(ctx, func(tx *gorm.DB) error {
-		st, err := loadState(tx)
-		if err != nil {
-			return err
-		}
-		servers, err := s.loadServers(tx, q.Server)
-		if err != nil {
-			return err
-		}
+	return s.answer(ctx, q.Server, func(v view, st state, servers []report.Server, guild string) (report.Answer, error) {
 		data := report.SeriesData{RefreshMinutes: st.RefreshMinutes, Servers: servers}
 		if len(servers) > 0 {
-			var guild string
-			if q.Server != "" {
-				guild = servers[0].GuildID
-			}
+			days := q.From.DaysUntil(q.To) + 1
 			filter, args := guildFilter(guild, q.From.String(), q.To.String())
-			data.Reports, err = scanAll(tx.Raw(reportsSQL(reports.KindDay, "BETWEEN ? AND ?")+filter, args...), scanReport)
+			var err error
+			data.Reports, err = v.reports(len(servers)*days, reportsSQL(reports.KindDay, "BETWEEN ? AND ?")+filter, args...)
 			if err != nil {
-				return fmt.Errorf("read daily reports: %w", err)
+				return report.Answer{}, fmt.Errorf("read daily reports: %w", err)
 			}
 			if guild != "" {
-				data.Channels, err = scanAll(tx.Raw("SELECT "+reports.KindDay.ChannelColumns()+" FROM "+
-					reports.KindDay.Tables().Channels+" WHERE day BETWEEN ? AND ?"+filter, args...), scanChannelRow)
+				data.Channels, err = scanAll(v.tx.Raw("SELECT "+reports.KindDay.ChannelColumns()+" FROM "+
+					reports.KindDay.Tables().Channels+" WHERE day BETWEEN ? AND ?"+filter, args...), 0, scanChannelRow)
 				if err != nil {
-					return fmt.Errorf("read daily channels: %w", err)
+					return report.Answer{}, fmt.Errorf("read daily channels: %w", err)
 				}
 			}
 		}
-		a, err := report.Series(q, now, data)
-		a.Generation = st.Generation
-		out = a
-		return err
+		return report.Series(q, now, data)
 	})
-	return out, err
 }
 
 func scanChannelRow(rows *sql.Rows, r *reports.ChannelRow) error {

@@ -82,59 +82,62 @@ func (s *Store) poolOf(tx *gorm.DB) *gorm.DB {
 
 // Statistics composes the statistics answer for q at the moment now.
 func (s *Store) Statistics(ctx context.Context, q query.Query, now time.Time) (report.Answer, error) {
-	var out report.Answer
-	err := s.read(ctx, func(tx *gorm.DB) error {
-		st, err := loadState(tx)
-		if err != nil {
-			return err
-		}
-		servers, err := s.loadServers(tx, q.Server)
-		if err != nil {
-			return err
-		}
+	return s.answer(ctx, q.Server, func(v view, st state, servers []report.Server, guild string) (report.Answer, error) {
 		data := report.Data{RefreshMinutes: st.RefreshMinutes, Servers: servers}
 		if len(servers) > 0 {
-			// All servers need no filter: rows of servers that left the
-			// catalog are few, and the composer ignores them.
-			var guild string
-			if q.Server != "" {
-				guild = servers[0].GuildID
-			}
+			var err error
 			if q.Composite() {
-				err = s.loadDays(ctx, tx, &data, guild, q)
+				err = s.loadDays(ctx, v, &data, guild, q)
 			} else {
-				err = loadMonth(tx, &data, guild, q.Month.String())
+				err = loadMonth(v, &data, guild, q.Month.String())
 			}
 			if err != nil {
-				return err
+				return report.Answer{}, err
 			}
 		}
-		a, err := report.Statistics(q, now, data, s.links)
-		a.Generation = st.Generation
-		out = a
+		return report.Statistics(q, now, data, s.links)
+	})
+}
+
+// Icons composes the icons answer for one server, or all when server is "".
+func (s *Store) Icons(ctx context.Context, server string) (report.Answer, error) {
+	return s.answer(ctx, server, func(_ view, _ state, servers []report.Server, _ string) (report.Answer, error) {
+		return report.Icons(servers, server != "", s.links)
+	})
+}
+
+// answer reads, in one consistent view, the collector state and the servers that server names
+// ("" = the catalog), then composes the answer with compose, which may read more; guild is the
+// one server's guild id, "" for all (all servers need no filter: rows of servers that left the
+// catalog are few, and the composers ignore them). The answer carries the generation read.
+func (s *Store) answer(ctx context.Context, server string,
+	compose func(v view, st state, servers []report.Server, guild string) (report.Answer, error)) (report.Answer, error) {
+	var out report.Answer
+	err := s.read(ctx, func(v view) error {
+		st, err := loadState(v.tx)
+		if err != nil {
+			return err
+		}
+		servers, err := s.loadServers(v.tx, server)
+		if err != nil {
+			return err
+		}
+		var guild string
+		if server != "" {
+			guild = servers[0].GuildID // loadServers found exactly one
+		}
+		out, err = compose(v, st, servers, guild)
+		out.Generation = st.Generation
 		return err
 	})
 	return out, err
 }
 
-// Icons composes the icons answer for one server, or all when server is "".
-func (s *Store) Icons(ctx context.Context, server string) (report.Answer, error) {
-	var out report.Answer
-	err := s.read(ctx, func(tx *gorm.DB) error {
-		st, err := loadState(tx)
-		if err != nil {
-			return err
-		}
-		servers, err := s.loadServers(tx, server)
-		if err != nil {
-			return err
-		}
-		a, err := report.Icons(servers, server != "", s.links)
-		a.Generation = st.Generation
-		out = a
-		return err
-	})
-	return out, err
+// view is one consistent read: tx, and under it, where the driver is pgx, the connection the
+// big scans decode raw (pgscan.go).
+type view struct {
+	tx   *gorm.DB
+	conn *sql.Conn // nil: every scan through database/sql
 }
 
 // read runs fn on one consistent view. With snapshot reads (PostgreSQL) that
@@ -143,17 +146,36 @@ func (s *Store) Icons(ctx context.Context, server string) (report.Answer, error)
 // IMMEDIATE per the shared DSN, which would block the collector) reads
 // without one: the generation is still read first, so the data is never older
 // than the generation it is cached under.
-func (s *Store) read(ctx context.Context, fn func(tx *gorm.DB) error) error {
+func (s *Store) read(ctx context.Context, fn func(v view) error) error {
 	return s.onReads(ctx, func(gdb *gorm.DB) error {
 		tx := gdb.WithContext(context.WithValue(ctx, poolKey{}, gdb))
 		if !s.dialect.SnapshotReads {
-			return fn(tx)
+			return fn(view{tx: tx})
 		}
-		return tx.Transaction(func(tx *gorm.DB) error {
+		return s.snapshot(tx, "", fn)
+	})
+}
+
+// snapshot runs fn in a read-only repeatable-read transaction on one connection of gdb's pool,
+// importing the exported snapshot snap unless it is "".
+func (s *Store) snapshot(gdb *gorm.DB, snap string, fn func(v view) error) error {
+	return gdb.Connection(func(c *gorm.DB) error {
+		conn, _ := c.Statement.ConnPool.(*sql.Conn)
+		return c.Transaction(func(tx *gorm.DB) error {
+			if snap != "" {
+				// Must be the transaction's first statement; the caller checked the id.
+				if err := tx.Exec("SET TRANSACTION SNAPSHOT '" + snap + "'").Error; err != nil {
+					return fmt.Errorf("import snapshot: %w", err)
+				}
+			}
 			if err := tx.Exec(workMem).Error; err != nil {
 				return err
 			}
-			return fn(tx)
+			v := view{tx: tx}
+			if s.dialect.NativeConn {
+				v.conn = conn
+			}
+			return fn(v)
 		}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	})
 }
@@ -236,14 +258,14 @@ func reportsSQL(kind reports.Kind, cond string) string {
 
 // loadMonth reads the monthly reports of month and their channels, by the
 // (month, guild_id) indexes (or the primary keys for one server).
-func loadMonth(tx *gorm.DB, data *report.Data, guild, month string) error {
+func loadMonth(v view, data *report.Data, guild, month string) error {
 	filter, args := guildFilter(guild, month)
-	reps, err := scanAll(tx.Raw(reportsSQL(reports.KindMonth, "= ?")+filter, args...), scanReport)
+	reps, err := v.reports(len(data.Servers), reportsSQL(reports.KindMonth, "= ?")+filter, args...)
 	if err != nil {
 		return fmt.Errorf("read monthly reports: %w", err)
 	}
-	chans, err := scanAll(tx.Raw(`SELECT guild_id, channel_id, name, messages
-FROM `+reports.KindMonth.Tables().Channels+` WHERE month = ?`+filter, args...), scanChannel)
+	chans, err := v.channels(len(data.Servers)*channelsPerServer, `SELECT guild_id, channel_id, name, messages
+FROM `+reports.KindMonth.Tables().Channels+` WHERE month = ?`+filter, args...)
 	if err != nil {
 		return fmt.Errorf("read monthly channels: %w", err)
 	}
@@ -251,53 +273,52 @@ FROM `+reports.KindMonth.Tables().Channels+` WHERE month = ?`+filter, args...), 
 	return nil
 }
 
+// channelsPerServer sizes the channel rows' slice before the scan (tens of channels a server is
+// typical); growing it row by row cost more than the scan itself.
+const channelsPerServer = 64
+
 // loadDays reads the daily reports of from..to (at most 31 per server, small
 // rows) and the channel sums, aggregated in the database: an all-servers
 // range is up to 155k channel rows that must not travel to Go.
-func (s *Store) loadDays(ctx context.Context, tx *gorm.DB, data *report.Data, guild string, q query.Query) error {
+func (s *Store) loadDays(ctx context.Context, v view, data *report.Data, guild string, q query.Query) error {
 	var other chan partResult
 	from, to := q.From, q.To
-	if s.dialect.ExportSnapshot && guild == "" && from.DaysUntil(to)+1 >= splitDays && s.trySplit() {
+	days := from.DaysUntil(to) + 1
+	if s.dialect.ExportSnapshot && guild == "" && days >= splitDays && s.trySplit() {
 		defer func() { <-s.splits }()
 		// A long all-servers range is aggregated in two halves at once, on
 		// two connections sharing this transaction's snapshot, so that the
 		// answer stays consistent with the generation read above.
 		var snap string
-		if err := tx.Raw("SELECT pg_export_snapshot()").Scan(&snap).Error; err != nil {
+		if err := v.tx.Raw("SELECT pg_export_snapshot()").Scan(&snap).Error; err != nil {
 			return fmt.Errorf("export snapshot: %w", err)
 		}
 		if !snapshotID.MatchString(snap) {
 			return fmt.Errorf("export snapshot: unexpected id %q", snap)
 		}
-		mid := from.AddDays(from.DaysUntil(to) / 2)
+		// This connection also reads the daily reports: it takes the shorter half.
+		mid := from.AddDays(days/2 - 1)
 		secondFrom, secondTo := mid.AddDays(1).String(), to.String()
 		other = make(chan partResult, 1)
 		go func() {
 			var r partResult
-			r.err = s.poolOf(tx).WithContext(ctx).Transaction(func(tx2 *gorm.DB) error {
-				// Must be the transaction's first statement; the id was checked above.
-				if err := tx2.Exec("SET TRANSACTION SNAPSHOT '" + snap + "'").Error; err != nil {
-					return fmt.Errorf("import snapshot: %w", err)
-				}
-				if err := tx2.Exec(workMem).Error; err != nil {
-					return err
-				}
-				r.rows, r.err = s.channelSums(tx2, guild, secondFrom, secondTo)
+			r.err = s.snapshot(s.poolOf(v.tx).WithContext(ctx), snap, func(v2 view) error {
+				r.rows, r.err = s.channelSums(v2, len(data.Servers), guild, secondFrom, secondTo)
 				return r.err
-			}, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+			})
 			other <- r
 		}()
 		to = mid
 	}
 
 	filter, args := guildFilter(guild, q.From.String(), q.To.String())
-	reps, err := scanAll(tx.Raw(reportsSQL(reports.KindDay, "BETWEEN ? AND ?")+filter, args...), scanReport)
+	reps, err := v.reports(len(data.Servers)*days, reportsSQL(reports.KindDay, "BETWEEN ? AND ?")+filter, args...)
 	if err != nil {
 		err = fmt.Errorf("read daily reports: %w", err)
 	}
 	var chans []report.Channel
 	if err == nil {
-		chans, err = s.channelSums(tx, guild, from.String(), to.String())
+		chans, err = s.channelSums(v, len(data.Servers), guild, from.String(), to.String())
 	}
 	if other != nil {
 		r := <-other // always waited for: the exported snapshot lives as long as tx
@@ -342,11 +363,11 @@ type partResult struct {
 // day), compared in byte order whatever the database collation (cheaper, and
 // the day prefix decides). The covering index (day, guild_id, channel_id,
 // messages, name) makes it an index-only scan.
-func (s *Store) channelSums(tx *gorm.DB, guild, from, to string) ([]report.Channel, error) {
+func (s *Store) channelSums(v view, servers int, guild, from, to string) ([]report.Channel, error) {
 	filter, args := guildFilter(guild, from, to)
-	chans, err := scanAll(tx.Raw(`SELECT guild_id, channel_id, MAX((day || name)`+s.dialect.ByteOrderCollation+`), CAST(SUM(messages) AS BIGINT)
+	chans, err := v.channels(servers*channelsPerServer, `SELECT guild_id, channel_id, MAX((day || name)`+s.dialect.ByteOrderCollation+`), CAST(SUM(messages) AS BIGINT)
 FROM `+reports.KindDay.Tables().Channels+` WHERE day BETWEEN ? AND ?`+filter+`
-GROUP BY guild_id, channel_id`, args...), scanChannel)
+GROUP BY guild_id, channel_id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read daily channels: %w", err)
 	}
@@ -361,23 +382,36 @@ func guildFilter(guild string, args ...any) (string, []any) {
 	return " AND guild_id = ?", append(args, guild)
 }
 
-func scanReport(rows *sql.Rows, r *reports.Row) error {
-	return rows.Scan(&r.GuildID, &r.Period, &r.GeneratedAt, &r.Status, &r.ErrorCode, &r.ErrorMessage, &r.TotalMessages)
+// reports reads report rows (ReportColumns' order), capacity of them expected.
+func (v view) reports(capacity int, query string, args ...any) ([]reports.Row, error) {
+	if v.conn != nil {
+		return rawReports(v, capacity, query, args)
+	}
+	return scanAll(v.tx.Raw(query, args...), capacity, func(rows *sql.Rows, r *reports.Row) error {
+		return rows.Scan(&r.GuildID, &r.Period, &r.GeneratedAt, &r.Status, &r.ErrorCode, &r.ErrorMessage, &r.TotalMessages)
+	})
 }
 
-func scanChannel(rows *sql.Rows, r *report.Channel) error {
-	return rows.Scan(&r.GuildID, &r.ID, &r.Name, &r.Messages)
+// channels reads channel rows (guild, id, name, messages), capacity of them expected.
+func (v view) channels(capacity int, query string, args ...any) ([]report.Channel, error) {
+	if v.conn != nil {
+		return rawChannels(v, capacity, query, args)
+	}
+	return scanAll(v.tx.Raw(query, args...), capacity, func(rows *sql.Rows, r *report.Channel) error {
+		return rows.Scan(&r.GuildID, &r.ID, &r.Name, &r.Messages)
+	})
 }
 
-// scanAll runs a query and scans each row with scan: the hot queries return
-// thousands of rows, for which GORM's reflective Scan costs several ms.
-func scanAll[T any](q *gorm.DB, scan func(*sql.Rows, *T) error) ([]T, error) {
+// scanAll runs a query and scans each row with scan into a slice made for
+// capacity rows: the hot queries return thousands of rows, for which GORM's
+// reflective Scan costs several ms.
+func scanAll[T any](q *gorm.DB, capacity int, scan func(*sql.Rows, *T) error) ([]T, error) {
 	rows, err := q.Rows()
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []T
+	out := make([]T, 0, capacity)
 	for rows.Next() {
 		var r T
 		if err := scan(rows, &r); err != nil {
