@@ -61,6 +61,9 @@ type Common struct {
 	MigrateOnStart bool
 }
 
+// Logging is the level and format of the service's log (LOG_LEVEL, LOG_FORMAT).
+func (c Common) Logging() (level, format string) { return c.LogLevel, c.LogFormat }
+
 // LoadCommon reads HTTP_ADDR, DATABASE_URL, REDIS_URL, LOG_LEVEL, LOG_FORMAT and MIGRATE_ON_START.
 func LoadCommon(defaultAddr, defaultDatabaseURL string) (Common, error) {
 	migrateOnStart, err := Bool("MIGRATE_ON_START", true)
