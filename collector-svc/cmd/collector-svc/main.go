@@ -24,7 +24,6 @@ import (
 
 	"forumstats.local/collector-svc/internal/app"
 	"forumstats.local/collector-svc/internal/fakediscord"
-	"forumstats.local/shared/logging"
 	"forumstats.local/shared/server"
 )
 
@@ -91,24 +90,8 @@ func noArgs(cmd string, args []string) error {
 	return nil
 }
 
-// withConfig runs a database command: its configuration, a logger on stderr and a context that
-// ends on SIGINT or SIGTERM.
-func withConfig(load func() (app.Config, error), stderr io.Writer, cmd func(context.Context, app.Config, *slog.Logger) error) error {
-	cfg, err := load()
-	if err != nil {
-		return err
-	}
-	log, err := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
-	if err != nil {
-		return err
-	}
-	ctx, stop := server.SignalContext()
-	defer stop()
-	return cmd(ctx, cfg, log)
-}
-
 func collectCmd(cmd string, stdout, stderr io.Writer) error {
-	return withConfig(app.LoadConfig, stderr, func(ctx context.Context, cfg app.Config, log *slog.Logger) error {
+	return server.Command(app.LoadConfig, stderr, func(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 		if cmd == "serve" {
 			return app.Serve(ctx, cfg, log)
 		}
@@ -123,7 +106,7 @@ func collectCmd(cmd string, stdout, stderr io.Writer) error {
 }
 
 func importCmd(path string, stdout, stderr io.Writer) error {
-	return withConfig(app.LoadCommonConfig, stderr, func(ctx context.Context, cfg app.Config, log *slog.Logger) error {
+	return server.Command(app.LoadCommonConfig, stderr, func(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 		st, err := app.Import(ctx, cfg, log, path)
 		if err != nil {
 			return err
@@ -138,7 +121,7 @@ func importCmd(path string, stdout, stderr io.Writer) error {
 }
 
 func exportCmd(path string, stdout, stderr io.Writer) error {
-	return withConfig(app.LoadCommonConfig, stderr, func(ctx context.Context, cfg app.Config, log *slog.Logger) error {
+	return server.Command(app.LoadCommonConfig, stderr, func(ctx context.Context, cfg app.Config, log *slog.Logger) error {
 		st, err := app.Export(ctx, cfg, log, path, stdout)
 		if err != nil || path == "-" {
 			return err

@@ -17,12 +17,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
 
 	"forumstats.local/forum-svc/internal/app"
-	"forumstats.local/shared/logging"
 	"forumstats.local/shared/server"
 )
 
@@ -37,17 +37,12 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
-	cfg, err := app.LoadConfig()
-	if err != nil {
-		return err
-	}
-	log, err := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
-	if err != nil {
-		return err
-	}
-	ctx, stop := server.SignalContext()
-	defer stop()
+	return server.Command(app.LoadConfig, stderr, func(ctx context.Context, cfg app.Config, log *slog.Logger) error {
+		return dispatch(ctx, cfg, log, args, stdout, stderr)
+	})
+}
 
+func dispatch(ctx context.Context, cfg app.Config, log *slog.Logger, args []string, stdout, stderr io.Writer) error {
 	cmd := "serve"
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]

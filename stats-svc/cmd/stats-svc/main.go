@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 
-	"forumstats.local/shared/logging"
 	"forumstats.local/shared/server"
 	"forumstats.local/stats-svc/internal/app"
 )
@@ -34,18 +33,8 @@ func run(args []string) error {
 	if cmd != "serve" && cmd != "migrate" {
 		return fmt.Errorf("unknown command %q (want serve or migrate)", cmd)
 	}
-	cfg, err := app.LoadConfig()
-	if err != nil {
-		return err
-	}
-	log, err := logging.New(os.Stderr, cfg.LogLevel, cfg.LogFormat)
-	if err != nil {
-		return err
-	}
-	ctx, stop := server.SignalContext()
-	defer stop()
 	if cmd == "migrate" {
-		return app.Migrate(ctx, cfg, log)
+		return server.Command(app.LoadConfig, os.Stderr, app.Migrate)
 	}
-	return app.Serve(ctx, cfg, log)
+	return server.Command(app.LoadConfig, os.Stderr, app.Serve)
 }
