@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -222,15 +221,7 @@ type serverBody struct {
 
 func getStats(t *testing.T, s *stack, target string) statsBody {
 	t.Helper()
-	r := do(t, "GET", s.url+target)
-	if r.status != 200 {
-		t.Fatalf("%s: %d %s", target, r.status, r.body)
-	}
-	var b statsBody
-	if err := json.Unmarshal([]byte(r.body), &b); err != nil {
-		t.Fatalf("%s: %v", target, err)
-	}
-	return b
+	return getJSON[statsBody](t, s, target)
 }
 
 func str(p *string) string {

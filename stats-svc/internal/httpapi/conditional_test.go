@@ -1,32 +1,9 @@
 package httpapi_test
 
 import (
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 )
-
-func doWith(t *testing.T, method, url string, header map[string]string) response {
-	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return response{res.StatusCode, res.Header, string(b)}
-}
 
 // Every operation's answer carries a strong ETag of its body; If-None-Match
 // naming it answers 304 with no body, for GET and HEAD, with or without the

@@ -1,7 +1,9 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -265,27 +267,57 @@ type response struct {
 
 func do(t *testing.T, method, url string) response {
 	t.Helper()
-	r, err := request(method, url)
+	return doWith(t, method, url, nil)
+}
+
+// doWith is do with request headers.
+func doWith(t *testing.T, method, url string, header map[string]string) response {
+	t.Helper()
+	_, r, err := send(method, url, header, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
+// getJSON GETs target, which must answer 200, and decodes the body into a T.
+func getJSON[T any](t *testing.T, s *stack, target string) T {
+	t.Helper()
+	r := do(t, "GET", s.url+target)
+	if r.status != 200 {
+		t.Fatalf("%s: %d %s", target, r.status, r.body)
+	}
+	var b T
+	if err := json.Unmarshal([]byte(r.body), &b); err != nil {
+		t.Fatalf("%s: %v", target, err)
+	}
+	return b
+}
+
 // request is do for goroutines other than the test's.
 func request(method, url string) (response, error) {
-	req, err := http.NewRequest(method, url, nil)
+	_, r, err := send(method, url, nil, nil)
+	return r, err
+}
+
+// send makes a request with header and body and reads the whole answer; it returns the request
+// too.
+func send(method, url string, header map[string]string, body []byte) (*http.Request, response, error) {
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
 	if err != nil {
-		return response{}, err
+		return nil, response{}, err
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return response{}, fmt.Errorf("%s %s: %w", method, url, err)
+		return nil, response{}, fmt.Errorf("%s %s: %w", method, url, err)
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
-		return response{}, err
+		return nil, response{}, err
 	}
-	return response{res.StatusCode, res.Header, string(b)}, nil
+	return req, response{res.StatusCode, res.Header, string(b)}, nil
 }

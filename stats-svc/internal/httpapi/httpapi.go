@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -46,16 +47,17 @@ func Register(e *echo.Echo, reports Reports, now func() time.Time) {
 	})
 	// Any, not GET+HEAD: otherwise Echo's router answers OPTIONS with 204
 	// itself, and the contract wants 405 for every other method.
-	for _, p := range []string{"/api/chat-statistics", "/api/chat-statistics/"} {
-		e.Any(p, a.statistics)
+	for path, get := range map[string]operation{
+		"/api/chat-statistics": a.statistics,
+		"/api/chat-icons":      a.icons,
+		"/api/chat-series":     a.series,
+	} {
+		e.Any(path, a.handler(get))
+		e.Any(path+"/", a.handler(get))
 	}
-	for _, p := range []string{"/api/chat-icons", "/api/chat-icons/"} {
-		e.Any(p, a.icons)
-	}
-	for _, p := range []string{"/api/chat-series", "/api/chat-series/"} {
-		e.Any(p, a.series)
-	}
-	e.Any("/api/openapi.json", a.openAPI)
+	e.Any("/api/openapi.json", a.handler(func(context.Context, url.Values, time.Time) (report.Answer, error) {
+		return openAPIAnswer, nil
+	}))
 }
 
 // openAPIDoc is the service's OpenAPI 3.1 document (tested against real answers).
@@ -69,58 +71,46 @@ var openAPIAnswer = report.Answer{Body: openAPIDoc, ETag: report.Tag(openAPIDoc)
 // OpenAPI returns the service's OpenAPI document.
 func OpenAPI() []byte { return openAPIDoc }
 
-func (a *api) openAPI(c echo.Context) error {
-	if err := readOnly(c); err != nil {
-		return err
+// operation answers a request's query string at the moment now.
+type operation func(ctx context.Context, values url.Values, now time.Time) (report.Answer, error)
+
+// handler serves get on GET and HEAD (405 otherwise), with its ETag and Cache-Control.
+func (a *api) handler(get operation) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if err := readOnly(c); err != nil {
+			return err
+		}
+		now := a.now()
+		ans, err := get(c.Request().Context(), query.Values(c.Request().URL.RawQuery), now)
+		if err != nil {
+			return err
+		}
+		return answer(c, ans, now)
 	}
-	return answer(c, openAPIAnswer, a.now())
 }
 
-func (a *api) statistics(c echo.Context) error {
-	if err := readOnly(c); err != nil {
-		return err
-	}
-	now := a.now()
-	q, err := query.Parse(query.Values(c.Request().URL.RawQuery), now)
+func (a *api) statistics(ctx context.Context, values url.Values, now time.Time) (report.Answer, error) {
+	q, err := query.Parse(values, now)
 	if err != nil {
-		return err
+		return report.Answer{}, err
 	}
-	ans, err := a.reports.Statistics(c.Request().Context(), q, now)
-	if err != nil {
-		return err
-	}
-	return answer(c, ans, now)
+	return a.reports.Statistics(ctx, q, now)
 }
 
-func (a *api) icons(c echo.Context) error {
-	if err := readOnly(c); err != nil {
-		return err
-	}
-	srv, err := query.ParseIconsServer(query.Values(c.Request().URL.RawQuery))
+func (a *api) icons(ctx context.Context, values url.Values, _ time.Time) (report.Answer, error) {
+	srv, err := query.ParseIconsServer(values)
 	if err != nil {
-		return err
+		return report.Answer{}, err
 	}
-	ans, err := a.reports.Icons(c.Request().Context(), srv)
-	if err != nil {
-		return err
-	}
-	return answer(c, ans, a.now())
+	return a.reports.Icons(ctx, srv)
 }
 
-func (a *api) series(c echo.Context) error {
-	if err := readOnly(c); err != nil {
-		return err
-	}
-	q, err := query.ParseSeries(query.Values(c.Request().URL.RawQuery))
+func (a *api) series(ctx context.Context, values url.Values, now time.Time) (report.Answer, error) {
+	q, err := query.ParseSeries(values)
 	if err != nil {
-		return err
+		return report.Answer{}, err
 	}
-	now := a.now()
-	ans, err := a.reports.Series(c.Request().Context(), q, now)
-	if err != nil {
-		return err
-	}
-	return answer(c, ans, now)
+	return a.reports.Series(ctx, q, now)
 }
 
 func readOnly(c echo.Context) error {

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"encoding/json"
 	"reflect"
 	"testing"
 )
@@ -27,15 +26,7 @@ type seriesBody struct {
 
 func getSeries(t *testing.T, s *stack, target string) seriesBody {
 	t.Helper()
-	r := do(t, "GET", s.url+target)
-	if r.status != 200 {
-		t.Fatalf("%s: %d %s", target, r.status, r.body)
-	}
-	var b seriesBody
-	if err := json.Unmarshal([]byte(r.body), &b); err != nil {
-		t.Fatalf("%s: %v", target, err)
-	}
-	return b
+	return getJSON[seriesBody](t, s, target)
 }
 
 // totals renders a totals array with -1 for null.

@@ -167,14 +167,20 @@ func Parse(values url.Values, now time.Time) (Query, error) {
 			q.From = d.AddDays(-6)
 		}
 	case ModeRange:
-		from, ok1 := rangeDate(values, "from")
-		to, ok2 := rangeDate(values, "to")
-		if !ok1 || !ok2 || to.Before(from) || from.DaysUntil(to)+1 > MaxRangeDays {
+		var ok bool
+		if q.From, q.To, ok = dayRange(values, MaxRangeDays); !ok {
 			return Query{}, ErrInvalidRange
 		}
-		q.From, q.To = from, to
 	}
 	return q, nil
+}
+
+// dayRange reads from and to: both present, real days in limits, from ≤ to, at most maxDays
+// both ends counted.
+func dayRange(values url.Values, maxDays int) (from, to reports.Day, ok bool) {
+	from, ok1 := rangeDate(values, "from")
+	to, ok2 := rangeDate(values, "to")
+	return from, to, ok1 && ok2 && !to.Before(from) && from.DaysUntil(to)+1 <= maxDays
 }
 
 func rangeDate(values url.Values, name string) (reports.Day, bool) {

@@ -42,11 +42,9 @@ func ParseSeries(values url.Values) (Series, error) {
 		}
 		s.Server = vs[0]
 	}
-	from, ok1 := rangeDate(values, "from")
-	to, ok2 := rangeDate(values, "to")
-	if !ok1 || !ok2 || to.Before(from) || from.DaysUntil(to)+1 > MaxSeriesDays {
+	var ok bool
+	if s.From, s.To, ok = dayRange(values, MaxSeriesDays); !ok {
 		return Series{}, ErrInvalidRange
 	}
-	s.From, s.To = from, to
 	return s, nil
 }

@@ -87,12 +87,17 @@ type channelJSON struct {
 	Messages int64  `json:"messages"`
 }
 
+// serverInfo is a server as both the statistics and the icons answers begin it.
+type serverInfo struct {
+	Number    int     `json:"number"`
+	Name      string  `json:"name"`
+	GuildID   string  `json:"guildId"`
+	IconURL   *string `json:"iconUrl"`
+	BannerURL *string `json:"bannerUrl"`
+}
+
 type serverReport struct {
-	Number        int           `json:"number"`
-	Name          string        `json:"name"`
-	GuildID       string        `json:"guildId"`
-	IconURL       *string       `json:"iconUrl"`
-	BannerURL     *string       `json:"bannerUrl"`
+	serverInfo                  // its fields first, as if written here
 	TotalMessages *int64        `json:"totalMessages"`
 	Channels      []channelJSON `json:"channels"`
 	GeneratedAt   *string       `json:"generatedAt"`
@@ -192,15 +197,7 @@ type composer struct {
 }
 
 func (c *composer) server(s Server) serverReport {
-	out := serverReport{
-		Number:    s.Number,
-		Name:      s.Name,
-		GuildID:   s.GuildID,
-		IconURL:   c.links.icon(s),
-		BannerURL: c.links.banner(s),
-		Channels:  []channelJSON{},
-		Status:    reports.StatusMissing,
-	}
+	out := serverReport{serverInfo: c.links.info(s), Channels: []channelJSON{}, Status: reports.StatusMissing}
 	reps := c.reports[s.GuildID]
 	if len(reps) > 0 {
 		earliest := reps[0].GeneratedAt
@@ -276,39 +273,34 @@ func staleRow(r *reports.Row, kind reports.Kind, refreshed reports.Refreshed, no
 	return false
 }
 
-// sortChannels orders by messages descending, then id ascending; ids are
-// snowflakes, so a shorter id is the smaller number.
+// sortChannels orders by messages descending, then id (channelOrder).
 func sortChannels(chans []channelJSON) {
-	slices.SortFunc(chans, func(a, b channelJSON) int {
-		if a.Messages != b.Messages {
-			return cmp.Compare(b.Messages, a.Messages)
-		}
-		if len(a.ID) != len(b.ID) {
-			return cmp.Compare(len(a.ID), len(b.ID))
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
+	slices.SortFunc(chans, func(a, b channelJSON) int { return channelOrder(a.Messages, a.ID, b.Messages, b.ID) })
 }
 
-type iconServer struct {
-	Number    int     `json:"number"`
-	Name      string  `json:"name"`
-	GuildID   string  `json:"guildId"`
-	IconURL   *string `json:"iconUrl"`
-	BannerURL *string `json:"bannerUrl"`
+// channelOrder compares two channels by count descending, then id ascending; ids are
+// snowflakes, so a shorter id is the smaller number.
+func channelOrder(countA int64, idA string, countB int64, idB string) int {
+	if countA != countB {
+		return cmp.Compare(countB, countA)
+	}
+	if len(idA) != len(idB) {
+		return cmp.Compare(len(idA), len(idB))
+	}
+	return strings.Compare(idA, idB)
 }
 
 type iconsBody struct {
-	Server       *iconServer   `json:"server,omitempty"`
-	Servers      *[]iconServer `json:"servers,omitempty"`
+	Server       *serverInfo   `json:"server,omitempty"`
+	Servers      *[]serverInfo `json:"servers,omitempty"`
 	TotalServers *int          `json:"totalServers,omitempty"`
 }
 
 // Icons composes the icons answer: one server when single, else the catalog.
 func Icons(servers []Server, single bool, links Links) (Answer, error) {
-	list := make([]iconServer, len(servers))
+	list := make([]serverInfo, len(servers))
 	for i, s := range servers {
-		list[i] = iconServer{s.Number, s.Name, s.GuildID, links.icon(s), links.banner(s)}
+		list[i] = links.info(s)
 	}
 	var body iconsBody
 	if single {
@@ -322,6 +314,10 @@ func Icons(servers []Server, single bool, links Links) (Answer, error) {
 	}
 	b, err := encode(body, 256*len(list))
 	return Answer{Body: b}, err
+}
+
+func (l Links) info(s Server) serverInfo {
+	return serverInfo{Number: s.Number, Name: s.Name, GuildID: s.GuildID, IconURL: l.icon(s), BannerURL: l.banner(s)}
 }
 
 func (l Links) icon(s Server) *string {

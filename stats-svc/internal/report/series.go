@@ -1,9 +1,7 @@
 package report
 
 import (
-	"cmp"
 	"slices"
-	"strings"
 	"time"
 
 	"forumstats.local/shared/reports"
@@ -135,15 +133,7 @@ func seriesChannels(rows []reports.ChannelRow, guild string, index map[string]in
 			c.Name, c.newest = r.Name, r.Period
 		}
 	}
-	slices.SortFunc(out, func(a, b seriesChannel) int {
-		if a.sum != b.sum {
-			return cmp.Compare(b.sum, a.sum)
-		}
-		if len(a.ID) != len(b.ID) {
-			return cmp.Compare(len(a.ID), len(b.ID))
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
+	slices.SortFunc(out, func(a, b seriesChannel) int { return channelOrder(a.sum, a.ID, b.sum, b.ID) })
 	if out == nil {
 		out = []seriesChannel{}
 	}
