@@ -15,6 +15,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"forumstats.local/shared/reports"
 	"forumstats.local/tools/stack"
 )
 
@@ -69,36 +70,37 @@ func measure(ctx context.Context, e *benchEnv, o options) (results, error) {
 
 // measureCold times all-servers 31-day ranges, each ending a day earlier than the one before: a
 // new key each, so that the in-process cache and Redis miss and the database answers.
-func measureCold(ctx context.Context, client *http.Client, e *benchEnv, o options, r *results) error {
-	for i := range o.cold {
-		end := e.today.AddDays(-i)
-		target := fmt.Sprintf("%s%s?period=range&from=%s&to=%s", e.svc.URL, statsPath, end.AddDays(-30), end)
-		t0 := time.Now()
-		n, err := get(ctx, client, target)
-		if err != nil {
-			return err
-		}
-		r.cold = append(r.cold, time.Since(t0))
-		r.coldBytes = n
-	}
-	return nil
+func measureCold(ctx context.Context, client *http.Client, e *benchEnv, o options, r *results) (err error) {
+	r.cold, r.coldBytes, err = timeWindows(ctx, client, e, o, func(end reports.Day) string {
+		return fmt.Sprintf("%s?period=range&from=%s&to=%s", statsPath, end.AddDays(-30), end)
+	})
+	return err
 }
 
 // measureSeries times all-servers 366-day series, each ending a day earlier than the one before,
 // so that every one is composed from the database.
-func measureSeries(ctx context.Context, client *http.Client, e *benchEnv, o options, r *results) error {
+func measureSeries(ctx context.Context, client *http.Client, e *benchEnv, o options, r *results) (err error) {
+	r.series, r.seriesLen, err = timeWindows(ctx, client, e, o, func(end reports.Day) string {
+		return fmt.Sprintf("%s?from=%s&to=%s", seriesPath, end.AddDays(-(seriesDays - 1)), end)
+	})
+	return err
+}
+
+// timeWindows times o.cold requests, one after the other, of the targets of windows ending
+// today, yesterday, and so on; it returns the latencies in request order and an answer's size.
+func timeWindows(ctx context.Context, client *http.Client, e *benchEnv, o options, target func(end reports.Day) string) ([]time.Duration, int, error) {
+	var lat []time.Duration
+	var size int
 	for i := range o.cold {
-		end := e.today.AddDays(-i)
-		target := fmt.Sprintf("%s%s?from=%s&to=%s", e.svc.URL, seriesPath, end.AddDays(-(seriesDays - 1)), end)
 		t0 := time.Now()
-		n, err := get(ctx, client, target)
+		n, err := get(ctx, client, e.svc.URL+target(e.today.AddDays(-i)))
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
-		r.series = append(r.series, time.Since(t0))
-		r.seriesLen = n
+		lat = append(lat, time.Since(t0))
+		size = n
 	}
-	return nil
+	return lat, size, nil
 }
 
 // seriesDays is the longest series the API serves.
