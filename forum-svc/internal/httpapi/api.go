@@ -3,6 +3,7 @@
 package httpapi
 
 import (
+	"context"
 	_ "embed"
 	"encoding/json"
 	"log/slog"
@@ -54,11 +55,11 @@ type route struct {
 
 func (a *api) routes() []route {
 	return []route{
-		{http.MethodGet, "/api/conversations/:id", auth.ScopeConversationRead, true, a.getConversation},
+		{http.MethodGet, "/api/conversations/:id", auth.ScopeConversationRead, true, getOne("conversation", a.conv.Conversation)},
 		{http.MethodGet, "/api/conversations/:id/messages", auth.ScopeConversationRead, true, a.listMessages},
 		{http.MethodPost, "/api/conversations/:id/mark-read", auth.ScopeConversationWrite, true, a.markRead},
 		{http.MethodPost, "/api/conversations/:id/mark-unread", auth.ScopeConversationWrite, true, a.markUnread},
-		{http.MethodGet, "/api/conversation-messages/:id", auth.ScopeConversationRead, true, a.getMessage},
+		{http.MethodGet, "/api/conversation-messages/:id", auth.ScopeConversationRead, true, getOne("message", a.conv.Message)},
 		{http.MethodGet, "/api/openapi.json", "", false, serveOpenAPI},
 	}
 }
@@ -159,15 +160,16 @@ type success struct {
 	Success bool `json:"success"`
 }
 
-func (a *api) getConversation(c echo.Context) error {
-	userID, id := ids(c)
-	conv, err := a.conv.Conversation(c.Request().Context(), userID, id)
-	if err != nil {
-		return err
+// getOne answers GET of one object the user reads by its id, as {"name": object}.
+func getOne[T any](name string, read func(ctx context.Context, userID, id int64) (T, error)) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		userID, id := ids(c)
+		v, err := read(c.Request().Context(), userID, id)
+		if err != nil {
+			return err
+		}
+		return writeJSON(c, http.StatusOK, map[string]T{name: v})
 	}
-	return writeJSON(c, http.StatusOK, struct {
-		Conversation conversation.Conversation `json:"conversation"`
-	}{conv})
 }
 
 func (a *api) listMessages(c echo.Context) error {
@@ -181,17 +183,6 @@ func (a *api) listMessages(c echo.Context) error {
 		return err
 	}
 	return writePage(c, &p)
-}
-
-func (a *api) getMessage(c echo.Context) error {
-	userID, id := ids(c)
-	m, err := a.conv.Message(c.Request().Context(), userID, id)
-	if err != nil {
-		return err
-	}
-	return writeJSON(c, http.StatusOK, struct {
-		Message conversation.Message `json:"message"`
-	}{m})
 }
 
 func (a *api) markRead(c echo.Context) error {
