@@ -37,7 +37,6 @@ const (
 type Config struct {
 	config.Common
 	RateLimit ratelimit.Config
-	Store     store.Options
 	// DatabaseReadURL is a read replica of DatabaseURL (DATABASE_READ_URL; "" = none).
 	DatabaseReadURL string
 	// PrimaryAfterWrite is how long a user's reads stay on the primary after that user wrote
@@ -46,8 +45,8 @@ type Config struct {
 }
 
 // LoadConfig reads the environment: the common variables, RATE_LIMIT_PER_MINUTE (default 600),
-// RATE_LIMIT_BURST (default a tenth of the minute's allowance, at least 1), PAGE_QUERY_CONCURRENCY
-// (default store.DefaultPageQueryConcurrency), DATABASE_READ_URL and READ_PRIMARY_AFTER_WRITE.
+// RATE_LIMIT_BURST (default a tenth of the minute's allowance, at least 1), DATABASE_READ_URL and
+// READ_PRIMARY_AFTER_WRITE.
 func LoadConfig() (Config, error) {
 	common, err := config.LoadCommon(DefaultAddr, DefaultDatabaseURL)
 	if err != nil {
@@ -65,13 +64,6 @@ func LoadConfig() (Config, error) {
 	if err := rl.Validate(); err != nil {
 		return Config{}, err
 	}
-	pageConcurrency, err := config.Int("PAGE_QUERY_CONCURRENCY", store.DefaultPageQueryConcurrency)
-	if err != nil {
-		return Config{}, err
-	}
-	if pageConcurrency < 1 || pageConcurrency > 1000 {
-		return Config{}, fmt.Errorf("PAGE_QUERY_CONCURRENCY must be between 1 and 1000, not %d", pageConcurrency)
-	}
 	pin, err := config.Duration("READ_PRIMARY_AFTER_WRITE", db.DefaultPinAfterWrite)
 	if err != nil {
 		return Config{}, err
@@ -79,7 +71,7 @@ func LoadConfig() (Config, error) {
 	if pin <= 0 || pin > time.Hour {
 		return Config{}, fmt.Errorf("READ_PRIMARY_AFTER_WRITE must be above 0 and at most 1h, not %v", pin)
 	}
-	return Config{Common: common, RateLimit: rl, Store: store.Options{PageQueryConcurrency: pageConcurrency}, DatabaseReadURL: config.String("DATABASE_READ_URL", ""), PrimaryAfterWrite: pin}, nil
+	return Config{Common: common, RateLimit: rl, DatabaseReadURL: config.String("DATABASE_READ_URL", ""), PrimaryAfterWrite: pin}, nil
 }
 
 // openDB opens the database of url for a command, applying pending migrations first when apply
@@ -95,9 +87,8 @@ type Service struct {
 
 // Options tune NewService beyond the configuration (tests use them).
 type Options struct {
-	Auth  auth.Options
-	Store store.Options
-	Now   func() time.Time
+	Auth auth.Options
+	Now  func() time.Time
 	// Reads routes reads to a replica (nil or without one: all on gdb).
 	Reads *db.Reads
 }
@@ -105,13 +96,13 @@ type Options struct {
 // NewService builds the HTTP service over an open database and an optional Redis client (nil:
 // in-process rate limits).
 func NewService(gdb *gorm.DB, rc *redis.Client, rl ratelimit.Config, log *slog.Logger, opts Options) (*Service, error) {
-	primary, err := store.New(gdb, opts.Store)
+	primary, err := store.New(gdb)
 	if err != nil {
 		return nil, err
 	}
 	var st forumStore = primary
 	if opts.Reads != nil && opts.Reads.Replica() {
-		replica, err := store.New(opts.Reads.ReplicaDB(), opts.Store)
+		replica, err := store.New(opts.Reads.ReplicaDB())
 		if err != nil {
 			return nil, err
 		}
@@ -149,7 +140,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer reads.Close()
 	// The replica is no readiness check: the primary answers while it is down.
-	svc, err := NewService(b.DB, b.Redis, cfg.RateLimit, log, Options{Reads: reads, Store: cfg.Store})
+	svc, err := NewService(b.DB, b.Redis, cfg.RateLimit, log, Options{Reads: reads})
 	if err != nil {
 		return fmt.Errorf("build service: %w", err)
 	}

@@ -83,7 +83,7 @@ func CreateAPIKey(ctx context.Context, cfg Config, k NewAPIKey, now time.Time) (
 		return "", err
 	}
 	defer db.Close(gdb)
-	st, err := store.New(gdb, store.Options{})
+	st, err := store.New(gdb)
 	if err != nil {
 		return "", err
 	}

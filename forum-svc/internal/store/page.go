@@ -13,11 +13,10 @@ import (
 
 // The message page, the request every page view makes. pageColumns is the one place that knows
 // its columns: pageSQL's select lists are built from it, and both decoders (messagePageSQL below,
-// through database/sql; readPage in pgpage.go, from pgx's raw values on PostgreSQL, alone or in a
-// pipeline) fill the page through it, knowing only whether a column is a number or a text. Its
-// parameters are known only to pageArgs. Adding a column is a line in
-// pageColumns and a field of conversation.MessageRow; TestMessagePagePathsAgree holds the two
-// decoders to the same answers.
+// through database/sql; readPage in pgpage.go, from pgx's raw values on PostgreSQL) fill the page
+// through it, knowing only whether a column is a number or a text. Its parameters are known only
+// to pageArgs. Adding a column is a line in pageColumns and a field of conversation.MessageRow;
+// TestMessagePagePathsAgree holds the two decoders to the same answers.
 
 // pageColumn is one column of pageSQL: a header column (a number of the page, the same on every
 // row), or a message column, selected by the derived table m and NULL on the reader's row when the

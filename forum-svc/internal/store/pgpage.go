@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -16,72 +15,27 @@ import (
 )
 
 // messagePagePostgres is MessagePage on PostgreSQL, the request that every page view makes. It
-// goes through the page batcher (pagebatch.go), which runs it alone or pipelined with the page
-// queries of concurrent requests (runPages).
+// runs pageSQL on a connection of database/sql's pool, but through pgx itself: database/sql's pgx
+// adapter boxes every column of every row into an interface value (about 85 allocations for a
+// 20-message page); here the raw column bytes are decoded in place (rawPage). forum-svc/README.md
+// shows what this buys.
 func (s *Store) messagePagePostgres(ctx context.Context, conversationID, userID, page int64) (conversation.PageRows, error) {
-	return s.pages.do(&pageCall{ctx: ctx, conversationID: conversationID, user: userID, page: page})
-}
-
-// runPages runs pageSQL for each call on one connection of database/sql's pool, but through pgx
-// itself: database/sql's pgx adapter boxes every column of every row into an interface value
-// (about 85 allocations for a 20-message page); here the raw column bytes are decoded in place
-// (rawPage). Several calls go as one pipeline. A call that fails in a pipeline is run again alone,
-// so that one bad query cannot fail its neighbours. forum-svc/README.md shows what the raw
-// decoding and the pipelines buy.
-func (s *Store) runPages(ctx context.Context, calls []*pageCall) {
-	s.runPagesOnce(ctx, calls)
-	if len(calls) == 1 {
-		return
-	}
-	for _, c := range calls {
-		if c.err != nil && !errors.Is(c.err, conversation.ErrConversationNotFound) && c.ctx.Err() == nil {
-			s.runPagesOnce(c.ctx, []*pageCall{c})
-		}
-	}
-}
-
-func (s *Store) runPagesOnce(ctx context.Context, calls []*pageCall) {
 	conn, err := s.sql.Conn(ctx)
 	if err != nil {
-		failPages(calls, err)
-		return
+		return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
 	}
 	defer conn.Close()
+	var out conversation.PageRows
 	err = conn.Raw(func(driverConn any) error {
 		sc, ok := driverConn.(*stdlib.Conn)
 		if !ok {
-			return fmt.Errorf("driver connection is %T, not pgx", driverConn)
+			return fmt.Errorf("read message page: driver connection is %T, not pgx", driverConn)
 		}
-		pc := sc.Conn()
-		if len(calls) == 1 {
-			c := calls[0]
-			rows, err := pc.Query(ctx, s.q.page, c.args()...)
-			c.rows, c.err = readPage(rows, err, c.conversationID)
-			return nil
-		}
-		var batch pgx.Batch
-		for _, c := range calls {
-			batch.Queue(s.q.page, c.args()...)
-		}
-		results := pc.SendBatch(ctx, &batch)
-		for _, c := range calls {
-			rows, err := results.Query()
-			c.rows, c.err = readPage(rows, err, c.conversationID)
-		}
-		// Every call has its answer now (a failure shows in the rows of the call it hit); closing
-		// only ends the pipeline, and a connection it finds broken is dropped by the pool.
-		_ = results.Close()
-		return nil
+		rows, err := sc.Conn().Query(ctx, s.q.page, pageArgs(conversationID, userID, page)...)
+		out, err = readPage(rows, err, conversationID)
+		return err
 	})
-	if err != nil { // the function did not run, or refused the connection: no call has an answer
-		failPages(calls, err)
-	}
-}
-
-func failPages(calls []*pageCall, err error) {
-	for _, c := range calls {
-		c.rows, c.err = conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
-	}
+	return out, err
 }
 
 // readPage reads pageSQL's result (err is the error of starting the query).

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) { testutil.Main(m, &pgURL, migrations.Set) }
 // takes part in nothing.
 var fixtureOnce sync.Once
 
-func openStore(t *testing.T, opts Options) *Store {
+func openStore(t *testing.T) *Store {
 	t.Helper()
 	ctx := context.Background()
 	gdb := testutil.OpenDB(t, pgURL)
@@ -54,19 +54,19 @@ func openStore(t *testing.T, opts Options) *Store {
 	if fillErr != nil {
 		t.Fatal(fillErr)
 	}
-	st, err := New(gdb, opts)
+	st, err := New(gdb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.pages == nil {
+	if !st.dialect.NativeConn {
 		t.Fatal("the package database is not PostgreSQL")
 	}
 	return st
 }
 
-// The pgx path (raw values, pipelines) and the database/sql path give the same answers.
+// The pgx path (raw values) and the database/sql path give the same answers.
 func TestMessagePagePathsAgree(t *testing.T) {
-	st := openStore(t, Options{PageQueryConcurrency: 1})
+	st := openStore(t)
 	ctx := context.Background()
 	type key struct{ user, page int64 }
 	want := map[key]conversation.PageRows{}
@@ -89,7 +89,7 @@ func TestMessagePagePathsAgree(t *testing.T) {
 		t.Fatalf("a non-participant got %v", wantErr[key{3, 1}])
 	}
 
-	// Many concurrent readers through one slot: pipelines form, and every answer is still its own.
+	// Many concurrent readers: every answer is its own.
 	var wg sync.WaitGroup
 	for i := range 300 {
 		wg.Add(1)
@@ -104,54 +104,29 @@ func TestMessagePagePathsAgree(t *testing.T) {
 	wg.Wait()
 }
 
-// A failing statement is an error on the database/sql path too, not an empty page nor a missing
-// conversation.
-func TestMessagePageSQLStatementError(t *testing.T) {
-	st := openStore(t, Options{})
+// A failing statement is an error on both paths, not an empty page nor a missing conversation.
+func TestMessagePageStatementError(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
 	// The statement's page arithmetic overflows BIGINT for this page (the service clamps pages
 	// before they get here; this stands for any statement error).
-	if _, err := st.messagePageSQL(context.Background(), 1, 1, math.MaxInt64); err == nil || !strings.Contains(err.Error(), "out of range") {
-		t.Fatalf("the overflowing page got %v", err)
-	}
-}
-
-// A call that fails inside a pipeline fails alone: the others of its batch are answered.
-func TestRunPagesIsolatesAFailingCall(t *testing.T) {
-	st := openStore(t, Options{})
-	ctx := context.Background()
-	mk := func(user, page int64) *pageCall {
-		return &pageCall{ctx: ctx, conversationID: 1, user: user, page: page}
-	}
-	// The statement's page arithmetic overflows BIGINT for this page (the service clamps pages
-	// before they get here; this call stands for any statement error).
-	calls := []*pageCall{mk(1, 1), mk(1, math.MaxInt64), mk(2, 3), mk(3, 1), mk(1, 11)}
-	st.runPages(ctx, calls)
-	for i, c := range calls {
-		want, wantErr := st.messagePageSQL(ctx, 1, c.user, c.page)
-		if i == 1 {
-			if c.err == nil || !strings.Contains(c.err.Error(), "out of range") {
-				t.Fatalf("the overflowing call got %v", c.err)
-			}
-			continue
-		}
-		if !errors.Is(c.err, wantErr) || !reflect.DeepEqual(c.rows, want) {
-			t.Fatalf("call %d (user %d page %d): %+v, %v; want %+v, %v", i, c.user, c.page, c.rows, c.err, want, wantErr)
+	for name, read := range map[string]func(context.Context, int64, int64, int64) (conversation.PageRows, error){
+		"pgx": st.MessagePage, "database/sql": st.messagePageSQL,
+	} {
+		if _, err := read(ctx, 1, 1, math.MaxInt64); err == nil || !strings.Contains(err.Error(), "out of range") {
+			t.Errorf("%s: the overflowing page got %v", name, err)
 		}
 	}
 }
 
-func TestRunPagesDatabaseGone(t *testing.T) {
-	st := openStore(t, Options{})
+func TestMessagePageDatabaseGone(t *testing.T) {
+	st := openStore(t)
 	if err := st.sql.Close(); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	calls := []*pageCall{{ctx: ctx, conversationID: 1, user: 1, page: 1}, {ctx: ctx, conversationID: 1, user: 1, page: 2}}
-	st.runPages(ctx, calls)
-	for _, c := range calls {
-		if c.err == nil || errors.Is(c.err, conversation.ErrConversationNotFound) {
-			t.Fatalf("with the pool closed a call got %v", c.err)
-		}
+	_, err := st.MessagePage(context.Background(), 1, 1, 1)
+	if err == nil || errors.Is(err, conversation.ErrConversationNotFound) {
+		t.Fatalf("with the pool closed a page read got %v", err)
 	}
 }
 

@@ -64,7 +64,7 @@ func routedPair(t *testing.T, clock *testutil.Clock) (r *store.Routed, primary *
 	}
 	var stores [2]*store.Store
 	for i, gdb := range dbs {
-		if stores[i], err = store.New(gdb, store.Options{}); err != nil {
+		if stores[i], err = store.New(gdb); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,7 +1,7 @@
 // Package store is forum-svc's persistence on PostgreSQL or SQLite. The request-path reads go
 // straight to database/sql with statements written once and rebound for the dialect, except the
-// message page on PostgreSQL, which is decoded from pgx's raw values and may share pipelines with
-// concurrent requests (page.go, pgpage.go, pagebatch.go); the rarer writes (CLI) go through GORM.
+// message page on PostgreSQL, which is decoded from pgx's raw values (page.go, pgpage.go); the
+// rarer writes (CLI) go through GORM.
 package store
 
 import (
@@ -25,7 +25,6 @@ type Store struct {
 	sql     *sql.DB
 	dialect db.Dialect
 	q       queries
-	pages   *pageBatcher // where the dialect has NativeConn (PostgreSQL)
 }
 
 var (
@@ -33,36 +32,14 @@ var (
 	_ auth.Store         = (*Store)(nil)
 )
 
-// Options tune a Store; the zero value is the default.
-type Options struct {
-	// PageQueryConcurrency is how many message-page queries (or pipelines of them) run on
-	// PostgreSQL at once; page requests beyond it are queued and pipelined (pagebatch.go).
-	// 0 means DefaultPageQueryConcurrency.
-	PageQueryConcurrency int
-}
-
-// DefaultPageQueryConcurrency suits a database server of a few cores; raise it for a bigger one.
-const DefaultPageQueryConcurrency = 4
-
-// maxPageBatch bounds a pipeline, so that a queued request waits for at most this many others.
-const maxPageBatch = 16
-
 // New wraps a database opened by shared/db.
-func New(gdb *gorm.DB, opts Options) (*Store, error) {
+func New(gdb *gorm.DB) (*Store, error) {
 	sqlDB, err := gdb.DB()
 	if err != nil {
 		return nil, err
 	}
 	dialect := db.DialectOf(gdb)
-	st := &Store{sql: sqlDB, dialect: dialect, q: newQueries(dialect)}
-	if dialect.NativeConn {
-		concurrency := opts.PageQueryConcurrency
-		if concurrency <= 0 {
-			concurrency = DefaultPageQueryConcurrency
-		}
-		st.pages = newPageBatcher(concurrency, maxPageBatch, st.runPages)
-	}
-	return st, nil
+	return &Store{sql: sqlDB, dialect: dialect, q: newQueries(dialect)}, nil
 }
 
 const conversationColumns = `c.conversation_id, c.title, c.user_id, cu.username, c.start_date,
