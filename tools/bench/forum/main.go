@@ -32,8 +32,6 @@ type options struct {
 	round    time.Duration
 	clients  int
 	compare  []string // other forum-svc binaries measured in the same rounds
-	// pageConcurrency is the service's PAGE_QUERY_CONCURRENCY (0: its default).
-	pageConcurrency int
 }
 
 func main() {
@@ -52,7 +50,6 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.rounds, "rounds", 5, "throughput rounds (each an HTTP run and a pgbench run), after one warm-up round")
 	flag.DurationVar(&o.round, "round", 2*time.Second, "length of each side of a throughput round (whole seconds)")
 	flag.IntVar(&o.clients, "clients", 16, "concurrent clients (HTTP and pgbench)")
-	flag.IntVar(&o.pageConcurrency, "page-concurrency", 0, "the service's PAGE_QUERY_CONCURRENCY (0: its default)")
 	flag.Func("compare", "another forum-svc binary to serve the same database and take its turn in every throughput round (repeatable); measures what a change buys", func(path string) error {
 		o.compare = append(o.compare, path)
 		return nil

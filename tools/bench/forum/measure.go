@@ -32,21 +32,20 @@ const headerAPIKey = "Forum-Api-Key"
 
 // results are the measured figures.
 type results struct {
-	firstPage, lastPage time.Duration // median latencies
-	lastPageNo          int
-	runs                []*throughput // the bench's own build first, then the -compare binaries
-	roundTrips, queries float64       // page-query round trips and the queries they carried (/metrics)
-	script              string        // the pgbench script
+	lastPageNo int
+	runs       []*throughput // the bench's own build first, then the -compare binaries
+	script     string        // the pgbench script
 }
 
-// throughput is one service's side of the throughput rounds.
+// throughput is one service's figures: its page latencies and its side of the throughput rounds.
 type throughput struct {
-	name       string
-	svc        *stack.Service
-	load       *load
-	rps, tps   []float64     // per round, after the warm-up round; tps is the pgbench run after it
-	serviceCPU time.Duration // the service's CPU time per HTTP request
-	loadCPU    time.Duration // the load generator's (this process's) CPU time per request
+	name                string
+	svc                 *stack.Service
+	firstPage, lastPage time.Duration // median latencies
+	load                *load
+	rps, tps            []float64     // per round, after the warm-up round; tps is the pgbench run after it
+	serviceCPU          time.Duration // the service's CPU time per HTTP request
+	loadCPU             time.Duration // the load generator's (this process's) CPU time per request
 }
 
 func (t *throughput) ratio() float64 { return mean(t.rps) / mean(t.tps) }
@@ -55,7 +54,16 @@ func measure(e *benchEnv, o options) (results, error) {
 	ctx := context.Background()
 	r := results{lastPageNo: e.lastPage}
 	path := "/api/conversations/" + strconv.Itoa(convID) + "/messages?page="
-	if err := measureLatency(e, e.svc.URL+path, o.samples, &r); err != nil {
+	for i, svc := range append([]*stack.Service{e.svc}, e.others...) {
+		name := "forum-svc"
+		if i > 0 {
+			name = o.compare[i-1]
+		}
+		t := &throughput{name: name, svc: svc, load: newLoad(svc.Addr, path, e.key, e.lastPage, o.clients)}
+		defer t.load.close()
+		r.runs = append(r.runs, t)
+	}
+	if err := measureLatency(r.runs, path, e.key, e.lastPage, o.samples); err != nil {
 		return r, err
 	}
 	stmt, err := pageStatement(ctx, e.dbURL)
@@ -68,46 +76,31 @@ func measure(e *benchEnv, o options) (results, error) {
 	}
 	defer pg.cleanup()
 	r.script = pg.script
-	for i, svc := range append([]*stack.Service{e.svc}, e.others...) {
-		name := "forum-svc"
-		if i > 0 {
-			name = o.compare[i-1]
-		}
-		t := &throughput{name: name, svc: svc, load: newLoad(svc.Addr, path, e.key, e.lastPage, o.clients)}
-		defer t.load.close()
-		r.runs = append(r.runs, t)
-	}
-	if err := measureThroughput(r.runs, pg, o); err != nil {
-		return r, err
-	}
-	r.roundTrips, r.queries, err = histogramTotals(e.svc.URL+"/metrics", "forum_page_query_batch_size")
-	return r, err
+	return r, measureThroughput(r.runs, pg, o)
 }
 
-// measureLatency times the first and the last page alternately, so that drift hits both alike.
-func measureLatency(e *benchEnv, base string, samples int, r *results) error {
+// measureLatency times the first and the last page of every build alternately, so that drift
+// hits them all alike.
+func measureLatency(runs []*throughput, path, key string, lastPage, samples int) error {
 	client := &http.Client{}
-	first, last := base+"1", base+strconv.Itoa(e.lastPage)
-	for range 200 { // warm-up
-		for _, u := range []string{first, last} {
-			if _, err := get(client, u, e.key); err != nil {
-				return err
+	pages := []string{"1", strconv.Itoa(lastPage)}
+	ds := make([][2][]time.Duration, len(runs)) // per build: first-page and last-page latencies
+	for i := -200; i < samples; i++ {           // 200 warm-up samples first
+		for j, t := range runs {
+			for k, page := range pages {
+				d, err := get(client, t.svc.URL+path+page, key)
+				if err != nil {
+					return err
+				}
+				if i >= 0 {
+					ds[j][k] = append(ds[j][k], d)
+				}
 			}
 		}
 	}
-	var firsts, lasts []time.Duration
-	for range samples {
-		d, err := get(client, first, e.key)
-		if err != nil {
-			return err
-		}
-		firsts = append(firsts, d)
-		if d, err = get(client, last, e.key); err != nil {
-			return err
-		}
-		lasts = append(lasts, d)
+	for j, t := range runs {
+		t.firstPage, t.lastPage = median(ds[j][0]), median(ds[j][1])
 	}
-	r.firstPage, r.lastPage = median(firsts), median(lasts)
 	return nil
 }
 
@@ -234,39 +227,6 @@ func processCPU(pid int) (time.Duration, error) {
 		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
 	return time.Duration(utime+stime) * clockTick, nil
-}
-
-// histogramTotals reads a histogram's sample count and sum from a Prometheus text exposition
-// (0, 0 if the service does not export it).
-func histogramTotals(metricsURL, name string) (count, sum float64, err error) {
-	resp, err := http.Get(metricsURL)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, 0, fmt.Errorf("GET %s: %s", metricsURL, resp.Status)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		metric, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			continue
-		}
-		var dst *float64
-		switch metric {
-		case name + "_count":
-			dst = &count
-		case name + "_sum":
-			dst = &sum
-		default:
-			continue
-		}
-		if *dst, err = strconv.ParseFloat(value, 64); err != nil {
-			return 0, 0, fmt.Errorf("%s: %w", metric, err)
-		}
-	}
-	return count, sum, sc.Err()
 }
 
 var tpsLine = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)

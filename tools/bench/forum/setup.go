@@ -54,11 +54,11 @@ func setup(ctx context.Context, o options) (_ *benchEnv, err error) {
 	fmt.Printf("database %s: 1 conversation of %d messages (%d pages of %d), filled in %.1f s\n",
 		o.DB, o.messages, e.lastPage, perPage, time.Since(start).Seconds())
 
-	if e.svc, err = e.StartService(stack.Forum, bin, append(env, serviceEnv(o)...)); err != nil {
+	if e.svc, err = e.StartService(stack.Forum, bin, append(env, serviceEnv...)); err != nil {
 		return nil, err
 	}
 	for _, path := range o.compare {
-		svc, err := e.StartService(path, path, append(env, serviceEnv(o)...))
+		svc, err := e.StartService(path, path, append(env, serviceEnv...))
 		if err != nil {
 			return nil, err
 		}
@@ -70,13 +70,7 @@ func setup(ctx context.Context, o options) (_ *benchEnv, err error) {
 // serviceEnv is the service's configuration for the bench: the rate limit stays in the path but
 // never refuses, and request logs (Info) are off, as a log shipper would take them off the
 // service's hands; writing them into the bench's pipe would measure the bench's reading.
-func serviceEnv(o options) []string {
-	env := []string{"RATE_LIMIT_PER_MINUTE=1073741824", "RATE_LIMIT_BURST=1073741824", "LOG_LEVEL=warn"}
-	if o.pageConcurrency > 0 {
-		env = append(env, "PAGE_QUERY_CONCURRENCY="+strconv.Itoa(o.pageConcurrency))
-	}
-	return env
-}
+var serviceEnv = []string{"RATE_LIMIT_PER_MINUTE=1073741824", "RATE_LIMIT_BURST=1073741824", "LOG_LEVEL=warn"}
 
 // fill writes two users, the conversation, its participants and n messages in set-based
 // statements. Dates advance every third message, so ties on message_date are common; positions
