@@ -199,10 +199,16 @@ func workspaceModules(t testing.TB) []string {
 	return mods
 }
 
-// goBuild finds the `go build` that writes out in a stage chain.
-func goBuild(d dockerfile, stageName, out string) (string, bool) {
+// goBuild finds the `go build` that writes out, the binary of pkg, in a stage chain: one with
+// -o out, or one with -o into out's directory that builds pkg (named, as go build names it, after
+// its last element).
+func goBuild(d dockerfile, stageName, out, pkg string) (string, bool) {
 	for _, r := range d.runs(stageName) {
-		if strings.Contains(r, "go build") && strings.Contains(r, "-o "+out+" ") {
+		if !strings.Contains(r, "go build") {
+			continue
+		}
+		if strings.Contains(r, "-o "+out+" ") ||
+			(strings.Contains(r, "-o "+path.Dir(out)+"/ ") && strings.Contains(r+" ", " ./"+pkg+" ") && path.Base(pkg) == path.Base(out)) {
 			return r, true
 		}
 	}
@@ -211,7 +217,7 @@ func goBuild(d dockerfile, stageName, out string) (string, bool) {
 
 func checkGoBuild(t *testing.T, d dockerfile, stageName, out, pkg string) {
 	t.Helper()
-	run, ok := goBuild(d, stageName, out)
+	run, ok := goBuild(d, stageName, out, pkg)
 	if !ok {
 		t.Errorf("stage %s: no `go build -o %s`", stageName, out)
 		return
@@ -262,7 +268,14 @@ func TestDockerfileServices(t *testing.T) {
 			}
 			var user, entrypoint, cmd, expose string
 			var copies []string
-			for _, in := range st.Instr {
+			// The stage and the runtime stages it is built FROM, the farthest first, as the image
+			// inherits them.
+			chain := d.chain(st.Name)
+			var instr []instruction
+			for i := len(chain) - 1; i >= 0; i-- {
+				instr = append(instr, chain[i].Instr...)
+			}
+			for _, in := range instr {
 				switch in.Cmd {
 				case "USER":
 					user = in.Args
@@ -295,7 +308,7 @@ func TestDockerfileServices(t *testing.T) {
 			if expose != strconv.Itoa(svc.Port) {
 				t.Errorf("EXPOSE %q; want %d", expose, svc.Port)
 			}
-			buildStage := "build-" + svc.Name
+			buildStage := "build"
 			wantCopy := fmt.Sprintf("--from=%s /out/%s /out/healthcheck /usr/local/bin/", buildStage, svc.Name)
 			if !slices.Contains(copies, wantCopy) {
 				t.Errorf("COPY %q missing (have %q)", wantCopy, copies)
