@@ -73,35 +73,46 @@ func numbered(query string) string {
 }
 
 func rawReports(v view, capacity int, query string, args []any) ([]reports.Row, error) {
-	texts := interner{}
+	var guilds, periods, statuses interner
 	return rawScan(v, capacity, query, args, 7, func(m *pgtype.Map, f []pgconn.FieldDescription, c [][]byte) (reports.Row, error) {
 		generated, err := rawTime(m, f[2], c[2])
 		if err != nil {
 			return reports.Row{}, err
 		}
 		total, err := rawInt64(m, f[6], c[6])
-		return reports.Row{GuildID: texts.of(c[0]), Period: texts.of(c[1]), GeneratedAt: generated,
-			Status: texts.of(c[3]), ErrorCode: optText(c[4]), ErrorMessage: optText(c[5]), TotalMessages: total}, err
+		return reports.Row{GuildID: guilds.of(c[0]), Period: periods.of(c[1]), GeneratedAt: generated,
+			Status: statuses.of(c[3]), ErrorCode: optText(c[4]), ErrorMessage: optText(c[5]), TotalMessages: total}, err
 	})
 }
 
 func rawChannels(v view, capacity int, query string, args []any) ([]report.Channel, error) {
-	guilds := interner{}
+	var guilds interner
 	return rawScan(v, capacity, query, args, 4, func(m *pgtype.Map, f []pgconn.FieldDescription, c [][]byte) (report.Channel, error) {
 		n, err := rawInt64(m, f[3], c[3])
 		return report.Channel{GuildID: guilds.of(c[0]), ID: string(c[1]), Name: string(c[2]), Messages: n}, err
 	})
 }
 
-// interner returns one string for equal texts.
-type interner map[string]string
+// interner returns one string for equal texts of one column. Rows come in runs (a server's days,
+// a day's servers), so the column's previous text is tried before the map.
+type interner struct {
+	last string
+	seen map[string]string
+}
 
-func (in interner) of(b []byte) string {
-	if s, ok := in[string(b)]; ok {
-		return s
+func (in *interner) of(b []byte) string {
+	if string(b) == in.last {
+		return in.last
 	}
-	s := string(b)
-	in[s] = s
+	s, ok := in.seen[string(b)]
+	if !ok {
+		if in.seen == nil {
+			in.seen = map[string]string{}
+		}
+		s = string(b)
+		in.seen[s] = s
+	}
+	in.last = s
 	return s
 }
 

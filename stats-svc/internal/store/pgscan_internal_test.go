@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -62,5 +63,22 @@ func TestRawDecoding(t *testing.T) {
 	}
 	if optText(nil) != nil || *optText([]byte("x")) != "x" {
 		t.Error("optText")
+	}
+}
+
+// Equal texts come back as one string, in runs or not, and different texts stay apart.
+func TestInterner(t *testing.T) {
+	var in interner
+	texts := []string{"a", "a", "bb", "a", "", "bb", ""}
+	first := map[string]*byte{}
+	for _, s := range texts {
+		got := in.of([]byte(s))
+		if got != s {
+			t.Fatalf("of(%q) = %q", s, got)
+		}
+		if p, ok := first[s]; ok && s != "" && p != unsafe.StringData(got) {
+			t.Errorf("of(%q) is a new string", s)
+		}
+		first[s] = unsafe.StringData(got)
 	}
 }
