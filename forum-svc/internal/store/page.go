@@ -129,8 +129,8 @@ func (s *Store) messagePageSQL(ctx context.Context, conversationID, userID, page
 	}
 	defer rows.Close()
 	// The columns are scanned into interface values (database/sql's cheapest destination: no
-	// reflection) and converted by nullInt64 and nullString, which do what sql.NullInt64 and
-	// sql.NullString do. One set of destinations serves every row.
+	// reflection) and converted by nullable, which does what sql.Null's Scan does. One set of
+	// destinations serves every row.
 	vals := make([]any, len(pageColumns))
 	dest := make([]any, len(pageColumns))
 	for i := range vals {
@@ -174,13 +174,13 @@ func (b *pageBuilder) addScanned(vals []any) error {
 		var err error
 		switch {
 		case c.number != nil:
-			var n sql.NullInt64
-			n, err = nullInt64(vals[i])
-			*c.number(m) = n.Int64
+			var n sql.Null[int64]
+			n, err = nullable[int64](vals[i])
+			*c.number(m) = n.V
 		case c.text != nil:
-			var s sql.NullString
-			s, err = nullString(vals[i])
-			*c.text(m) = s.String
+			var s sql.Null[string]
+			s, err = nullable[string](vals[i])
+			*c.text(m) = s.V
 		}
 		if err != nil {
 			return fmt.Errorf("column %s: %w", c.expr, err)
@@ -189,39 +189,25 @@ func (b *pageBuilder) addScanned(vals []any) error {
 	return nil
 }
 
-// nullInt64 converts a scanned column value as sql.NullInt64.Scan does, without its reflection for
-// the values the drivers return (int64 or NULL).
-func nullInt64(v any) (sql.NullInt64, error) {
+// nullable converts a scanned column value as sql.Null[T].Scan does, without its reflection for the
+// values the drivers return (a T or NULL).
+func nullable[T int64 | string](v any) (sql.Null[T], error) {
 	switch v := v.(type) {
-	case int64:
-		return sql.NullInt64{Int64: v, Valid: true}, nil
+	case T:
+		return sql.Null[T]{V: v, Valid: true}, nil
 	case nil:
-		return sql.NullInt64{}, nil
+		return sql.Null[T]{}, nil
 	}
-	var n sql.NullInt64
+	var n sql.Null[T]
 	err := n.Scan(v)
 	return n, err
 }
 
 // int64Column converts a scanned NOT NULL column value as scanning into *int64 does.
 func int64Column(v any) (int64, error) {
-	n, err := nullInt64(v)
+	n, err := nullable[int64](v)
 	if err == nil && !n.Valid {
 		err = errors.New("converting NULL to int64 is unsupported")
 	}
-	return n.Int64, err
-}
-
-// nullString converts a scanned column value as sql.NullString.Scan does, without its reflection
-// for the values the drivers return (string or NULL).
-func nullString(v any) (sql.NullString, error) {
-	switch v := v.(type) {
-	case string:
-		return sql.NullString{String: v, Valid: true}, nil
-	case nil:
-		return sql.NullString{}, nil
-	}
-	var s sql.NullString
-	err := s.Scan(v)
-	return s, err
+	return n.V, err
 }
