@@ -17,7 +17,11 @@
 // unless -redis=false. It measures over HTTP (measure.go), prints the figures (report.go) and
 // exits 1 when a target is missed.
 //
-//	go run ./tools/bench/stats [-admin-url URL] [-redis=false] [-duration 5s]
+//	go run ./tools/bench/stats [-admin-url URL] [-redis=false] [-duration 5s] [-compare BIN]...
+//
+// With -compare, other stats-svc builds serve the same database beside this one, each window of
+// the cold measurements is asked of every build in rotating order, and each build's medians are
+// printed beside this one's: the machine's drift (10–40 % within a minute) hits them alike.
 //
 // The ceiling runs as a process of its own too: this command started again as
 // `stats bare ADDR PATH FILE` serves FILE's bytes at PATH with a bare Echo.
@@ -45,6 +49,7 @@ type options struct {
 	cold        int
 	duration    time.Duration
 	concurrency int
+	compare     []string // other stats-svc builds asked the same cold windows in turn
 }
 
 func main() {
@@ -70,6 +75,10 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.cold, "cold", 21, "cold requests (median reported)")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "duration of each side of a throughput run")
 	flag.IntVar(&o.concurrency, "concurrency", 8, "concurrent keep-alive clients")
+	flag.Func("compare", "another stats-svc binary to serve the same database (with a Redis database of its own) and answer the same cold windows in turn (repeatable); measures what a change buys", func(path string) error {
+		o.compare = append(o.compare, path)
+		return nil
+	})
 	flag.Parse()
 	if o.servers <= 0 || o.channels <= 0 || o.days < seriesDays+o.cold || o.cold <= 0 || o.concurrency <= 0 || o.duration < time.Second {
 		return o, fmt.Errorf("-servers, -channels, -cold and -concurrency must be positive, -days at least 366 + cold, -duration at least 1s")

@@ -31,6 +31,13 @@ type results struct {
 	series    []time.Duration // cold all-servers 366-day series, in request order
 	seriesLen int             // size of a series answer
 	warm      []warmRun
+	compared  []compared // the -compare builds
+}
+
+// compared is a -compare build's cold latencies, window by window as this build's.
+type compared struct {
+	name         string
+	cold, series []time.Duration
 }
 
 // warmRun is one warm-cache throughput comparison.
@@ -46,11 +53,11 @@ type warmRun struct {
 
 func measure(ctx context.Context, e *benchEnv, o options) (results, error) {
 	var r results
+	for _, name := range o.compare {
+		r.compared = append(r.compared, compared{name: name})
+	}
 	client := newClient(o.concurrency)
 	if err := measureCold(ctx, client, e, o, &r); err != nil {
-		return r, err
-	}
-	if err := measureSeries(ctx, client, e, o, &r); err != nil {
 		return r, err
 	}
 	from, to := e.today.AddDays(-30), e.today
@@ -68,37 +75,55 @@ func measure(ctx context.Context, e *benchEnv, o options) (results, error) {
 	return r, nil
 }
 
-// measureCold times all-servers 31-day ranges, each ending a day earlier than the one before: a
-// new key each, so that the in-process cache and Redis miss and the database answers.
-func measureCold(ctx context.Context, client *http.Client, e *benchEnv, o options, r *results) (err error) {
-	r.cold, r.coldBytes, err = timeWindows(ctx, client, e, o, func(end reports.Day) string {
-		return fmt.Sprintf("%s?period=range&from=%s&to=%s", statsPath, end.AddDays(-30), end)
-	})
-	return err
-}
-
-// measureSeries times all-servers 366-day series, each ending a day earlier than the one before,
-// so that every one is composed from the database.
-func measureSeries(ctx context.Context, client *http.Client, e *benchEnv, o options, r *results) (err error) {
-	r.series, r.seriesLen, err = timeWindows(ctx, client, e, o, func(end reports.Day) string {
-		return fmt.Sprintf("%s?from=%s&to=%s", seriesPath, end.AddDays(-(seriesDays - 1)), end)
-	})
-	return err
+// measureCold times all-servers 31-day ranges, then all-servers 366-day series, each ending a day
+// earlier than the one before: a new key each, so that the in-process cache and Redis miss and the
+// database answers.
+func measureCold(ctx context.Context, client *http.Client, e *benchEnv, o options, r *results) error {
+	for _, m := range []struct {
+		target func(end reports.Day) string
+		this   *[]time.Duration
+		size   *int
+		other  func(c *compared) *[]time.Duration
+	}{
+		{func(end reports.Day) string {
+			return fmt.Sprintf("%s?period=range&from=%s&to=%s", statsPath, end.AddDays(-30), end)
+		}, &r.cold, &r.coldBytes, func(c *compared) *[]time.Duration { return &c.cold }},
+		{func(end reports.Day) string {
+			return fmt.Sprintf("%s?from=%s&to=%s", seriesPath, end.AddDays(-(seriesDays - 1)), end)
+		}, &r.series, &r.seriesLen, func(c *compared) *[]time.Duration { return &c.series }},
+	} {
+		lat, size, err := timeWindows(ctx, client, e, o, m.target)
+		if err != nil {
+			return err
+		}
+		*m.this, *m.size = lat[0], size
+		for i := range r.compared {
+			*m.other(&r.compared[i]) = lat[i+1]
+		}
+	}
+	return nil
 }
 
 // timeWindows times o.cold requests, one after the other, of the targets of windows ending
-// today, yesterday, and so on; it returns the latencies in request order and an answer's size.
-func timeWindows(ctx context.Context, client *http.Client, e *benchEnv, o options, target func(end reports.Day) string) ([]time.Duration, int, error) {
-	var lat []time.Duration
+// today, yesterday, and so on, each asked of this build and of every -compare build, in rotating
+// order; it returns each build's latencies in window order and the size of this build's answer.
+func timeWindows(ctx context.Context, client *http.Client, e *benchEnv, o options, target func(end reports.Day) string) ([][]time.Duration, int, error) {
+	svcs := append([]*stack.Service{e.svc}, e.others...)
+	lat := make([][]time.Duration, len(svcs))
 	var size int
 	for i := range o.cold {
-		t0 := time.Now()
-		n, err := get(ctx, client, e.svc.URL+target(e.today.AddDays(-i)))
-		if err != nil {
-			return nil, 0, err
+		for k := range svcs {
+			s := (i + k) % len(svcs)
+			t0 := time.Now()
+			n, err := get(ctx, client, svcs[s].URL+target(e.today.AddDays(-i)))
+			if err != nil {
+				return nil, 0, err
+			}
+			lat[s] = append(lat[s], time.Since(t0))
+			if s == 0 {
+				size = n
+			}
 		}
-		lat = append(lat, time.Since(t0))
-		size = n
 	}
 	return lat, size, nil
 }

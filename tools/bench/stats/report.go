@@ -41,6 +41,11 @@ func report(e *benchEnv, r results, o options) *bench.Report {
 	sm := series[len(series)/2]
 	rep.Add("cold, all servers, 366-day series: median", ms(sm), "≤ "+ms(maxSeriesMedian), sm <= maxSeriesMedian)
 	rep.Add("cold series: p90, max", ms(series[len(series)*9/10])+", "+ms(series[len(series)-1]), "", true)
+	// A compared build is no target: its figures say what this build gains over it.
+	for _, c := range r.compared {
+		rep.Add("compared: "+c.name+": cold range median", ms(medianOf(c.cold)), "this build ÷ it: "+ratio(r.cold, c.cold), true)
+		rep.Add("compared: "+c.name+": cold series median", ms(medianOf(c.series)), "this build ÷ it: "+ratio(r.series, c.series), true)
+	}
 	for _, w := range r.warm {
 		rep.Add("warm, "+w.label+": requests/s", fmt.Sprintf("stats-svc %.0f", w.real), fmt.Sprintf("bare Echo %.0f", w.bare), true)
 		ratio := w.real / w.bare
@@ -48,6 +53,22 @@ func report(e *benchEnv, r results, o options) *bench.Report {
 			fmt.Sprintf("≥ %.0f %%", 100*minWarmRatio), ratio >= minWarmRatio)
 	}
 	return rep
+}
+
+func medianOf(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// ratio is the median, window by window, of a's latency over b's.
+func ratio(a, b []time.Duration) string {
+	r := make([]float64, len(a))
+	for i := range a {
+		r[i] = float64(a[i]) / float64(b[i])
+	}
+	slices.Sort(r)
+	return fmt.Sprintf("%.2f", r[len(r)/2])
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 // benchEnv is stats-svc serving a filled database.
 type benchEnv struct {
 	svc    *stack.Service
+	others []*stack.Service // the -compare builds, on the same database
 	redis  bool
 	today  reports.Day // the last day of the data
 	rows   int64       // daily channel rows
@@ -39,21 +41,34 @@ func setup(ctx context.Context, o options) (_ *benchEnv, err error) {
 	}
 	e.loaded = time.Since(start)
 
+	redisURL := func(int) string { return "" }
 	if o.redis {
 		// A private server: the service's cache keys depend only on the database URL and the
 		// data generation, which repeat from one run to the next, so a shared Redis would serve
-		// the cold requests from an earlier run.
+		// the cold requests from an earlier run. A -compare build has a database of its own in
+		// it: the builds' keys are the same.
 		rs, err := stack.NewRedis(ctx)
 		if err != nil {
 			return nil, err
 		}
 		e.Add(rs.Close)
-		env = append(env, "REDIS_URL="+rs.URL())
+		redisURL = func(i int) string { return strings.TrimSuffix(rs.URL(), "/0") + "/" + strconv.Itoa(i) }
 	}
 	// Request logs (Info) are off, as a log shipper would take them off the service's hands;
 	// writing them into the bench's pipe would measure the bench's reading.
-	e.svc, err = e.StartService(stack.Stats, bin, append(env, "LOG_LEVEL=warn"))
-	return e, err
+	e.svc, err = e.StartService(stack.Stats, bin, append(env, "LOG_LEVEL=warn", "REDIS_URL="+redisURL(0)))
+	if err != nil {
+		return nil, err
+	}
+	for i, path := range o.compare {
+		// Another build serves the schema as this one migrated it.
+		svc, err := e.StartService(path, path, append(env, "LOG_LEVEL=warn", "REDIS_URL="+redisURL(i+1), "MIGRATE_ON_START=false"))
+		if err != nil {
+			return nil, err
+		}
+		e.others = append(e.others, svc)
+	}
+	return e, nil
 }
 
 // fill loads the data in SQL (generate_series), never row by row from Go, and returns the number
