@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -49,8 +50,14 @@ type options struct {
 	cold        int
 	duration    time.Duration
 	concurrency int
-	compare     []string // other stats-svc builds asked the same cold windows in turn
+	compare     paths // other stats-svc builds asked the same cold windows in turn
 }
+
+// paths is a repeatable flag's values.
+type paths []string
+
+func (p *paths) String() string     { return strings.Join(*p, ",") }
+func (p *paths) Set(s string) error { *p = append(*p, s); return nil }
 
 func main() {
 	var err error
@@ -75,10 +82,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.cold, "cold", 21, "cold requests (median reported)")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "duration of each side of a throughput run")
 	flag.IntVar(&o.concurrency, "concurrency", 8, "concurrent keep-alive clients")
-	flag.Func("compare", "another stats-svc binary to serve the same database (with a Redis database of its own) and answer the same cold windows in turn (repeatable); measures what a change buys", func(path string) error {
-		o.compare = append(o.compare, path)
-		return nil
-	})
+	flag.Var(&o.compare, "compare", "another stats-svc binary to serve the same database (with a Redis database of its own) and answer the same cold windows in turn (repeatable); measures what a change buys")
 	flag.Parse()
 	if o.servers <= 0 || o.channels <= 0 || o.days < seriesDays+o.cold || o.cold <= 0 || o.concurrency <= 0 || o.duration < time.Second {
 		return o, fmt.Errorf("-servers, -channels, -cold and -concurrency must be positive, -days at least 366 + cold, -duration at least 1s")
