@@ -13,7 +13,7 @@ import (
 
 // The message page, the request every page view makes. pageColumns is the one place that knows
 // its columns: pageSQL's select lists are built from it, and both decoders (messagePageSQL below,
-// through database/sql; readPage in pgpage.go, from pgx's raw values on PostgreSQL) fill the page
+// through database/sql; readPage in pgpage.go, through pgx on PostgreSQL) fill the page
 // through it, knowing only whether a column is a number or a text. Its parameters are known only
 // to pageArgs. Adding a column is a line in pageColumns and a field of conversation.MessageRow;
 // TestMessagePagePathsAgree holds the two decoders to the same answers.
@@ -43,12 +43,8 @@ var pageColumns = []pageColumn{
 	{expr: "u.username", text: func(m *conversation.MessageRow) *string { return &m.Username }},
 }
 
-var (
-	// pageKeyColumn is the index of the first message column.
-	pageKeyColumn = slices.IndexFunc(pageColumns, func(c pageColumn) bool { return c.header == nil })
-	// pageTextColumns is the number of text columns.
-	pageTextColumns = len(slices.DeleteFunc(slices.Clone(pageColumns), func(c pageColumn) bool { return c.text == nil }))
-)
+// pageKeyColumn is the index of the first message column.
+var pageKeyColumn = slices.IndexFunc(pageColumns, func(c pageColumn) bool { return c.header == nil })
 
 // pageSQL reads a page of messages in one round trip: the reader's participant row proves access,
 // and the message count and the page size in force come with the page. The page is the index

@@ -2,18 +2,12 @@ package store
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"math"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"forumstats.local/forum-svc/internal/conversation"
 	"forumstats.local/forum-svc/migrations"
@@ -64,7 +58,7 @@ func openStore(t *testing.T) *Store {
 	return st
 }
 
-// The pgx path (raw values) and the database/sql path give the same answers.
+// The pgx path and the database/sql path give the same answers.
 func TestMessagePagePathsAgree(t *testing.T) {
 	st := openStore(t)
 	ctx := context.Background()
@@ -128,60 +122,4 @@ func TestMessagePageDatabaseGone(t *testing.T) {
 	if err == nil || errors.Is(err, conversation.ErrConversationNotFound) {
 		t.Fatalf("with the pool closed a page read got %v", err)
 	}
-}
-
-func field(oid uint32, format int16) pgconn.FieldDescription {
-	return pgconn.FieldDescription{Name: "n", DataTypeOID: oid, Format: format}
-}
-
-func TestRawInt64(t *testing.T) {
-	be := func(n int, v uint64) []byte {
-		b := make([]byte, 8)
-		binary.BigEndian.PutUint64(b, v)
-		return b[8-n:]
-	}
-	tests := []struct {
-		f       pgconn.FieldDescription
-		v       []byte
-		want    int64
-		wantErr bool
-	}{
-		{field(pgtype.Int8OID, pgx.BinaryFormatCode), be(8, 1<<40), 1 << 40, false},
-		{field(pgtype.Int8OID, pgx.BinaryFormatCode), be(8, math.MaxUint64), -1, false},
-		{field(pgtype.Int4OID, pgx.BinaryFormatCode), be(4, 20), 20, false},
-		{field(pgtype.Int4OID, pgx.BinaryFormatCode), be(4, math.MaxUint32), -1, false},
-		{field(pgtype.Int2OID, pgx.BinaryFormatCode), be(2, 7), 7, false},
-		{field(pgtype.Int8OID, pgx.TextFormatCode), []byte("-42"), -42, false},
-		{field(pgtype.Int8OID, pgx.BinaryFormatCode), nil, 0, false}, // NULL
-		{field(pgtype.Int8OID, pgx.BinaryFormatCode), be(4, 1), 0, true},
-		{field(pgtype.Float8OID, pgx.BinaryFormatCode), be(8, 1), 0, true},
-		{field(pgtype.Int8OID, pgx.TextFormatCode), []byte("4x"), 0, true},
-	}
-	for _, tt := range tests {
-		got, err := rawInt64(tt.f, tt.v)
-		if (err != nil) != tt.wantErr || got != tt.want {
-			t.Errorf("rawInt64(%d/%d, %x) = %d, %v; want %d, error %v", tt.f.DataTypeOID, tt.f.Format, tt.v, got, err, tt.want, tt.wantErr)
-		}
-	}
-	if _, err := notNullInt64(field(pgtype.Int8OID, pgx.BinaryFormatCode), nil); err == nil {
-		t.Error("notNullInt64 accepted NULL")
-	}
-}
-
-// FuzzRawInt64 holds the binary and text decodings of every int8 to the same value.
-func FuzzRawInt64(f *testing.F) {
-	for _, n := range []int64{0, 1, -1, math.MaxInt64, math.MinInt64, 1 << 33} {
-		f.Add(n)
-	}
-	f.Fuzz(func(t *testing.T, n int64) {
-		bin := binary.BigEndian.AppendUint64(nil, uint64(n))
-		got, err := rawInt64(field(pgtype.Int8OID, pgx.BinaryFormatCode), bin)
-		if err != nil || got != n {
-			t.Fatalf("binary %d: %d, %v", n, got, err)
-		}
-		got, err = rawInt64(field(pgtype.Int8OID, pgx.TextFormatCode), fmt.Append(nil, n))
-		if err != nil || got != n {
-			t.Fatalf("text %d: %d, %v", n, got, err)
-		}
-	})
 }
