@@ -15,7 +15,8 @@ import (
 
 // The message list is the hot response. It is encoded into a pooled buffer by appendMessagePage,
 // which writes exactly the bytes encoding/json writes for conversation.MessagePage
-// (pagejson_test.go compares the two) without encoding/json's per-call reflection and buffer.
+// (pagejson_test.go compares the two) without encoding/json's per-call reflection and buffer:
+// +9.6 % of the page rate and 4-13 % less CPU a request against encoding/json (forum-svc/README.md).
 // The fields and their order come from the structs' json tags, read once (flatEncoder): the
 // structs stay the one description of the response.
 

@@ -15,7 +15,8 @@ import (
 // runs pageSQL on a connection of database/sql's pool, but through pgx itself, scanning into typed
 // destinations: database/sql's pgx adapter boxes every column of every row into an interface
 // value (about 85 allocations for a 20-message page). forum-svc/README.md shows what this buys
-// (about 10 % of the page rate), and that decoding the raw column bytes by hand bought nothing more.
+// (+8.7 % of the page rate, 6-15 % less CPU a request), and that decoding the raw column bytes by
+// hand bought nothing more.
 func (s *Store) messagePagePostgres(ctx context.Context, conversationID, userID, page int64) (conversation.PageRows, error) {
 	conn, err := s.sql.Conn(ctx)
 	if err != nil {
