@@ -58,8 +58,8 @@ func CompareTrees(t testing.TB, set migrate.Set, eq migrate.Equivalents) (pg, li
 
 // SQLiteUpgrade applies set's SQLite migrations up to version through to a new file, lets fill
 // write rows in every table as a database of that version holds them, applies the remaining migrations, and
-// fails t unless they applied and every table holds the same rows as before. It returns the
-// upgraded database.
+// fails t unless they applied and every table holds the same rows as before, in the columns it
+// had (a later migration may add columns). It returns the upgraded database.
 func SQLiteUpgrade(t testing.TB, set migrate.Set, through int, fill func(*gorm.DB)) *gorm.DB {
 	t.Helper()
 	ctx := context.Background()
@@ -72,7 +72,8 @@ func SQLiteUpgrade(t testing.TB, set migrate.Set, through int, fill func(*gorm.D
 		t.Fatalf("migrations through %d: %v", through, err)
 	}
 	fill(lite)
-	before := rows(t, lite)
+	cols := columns(t, lite)
+	before := rows(t, lite, cols)
 	for table, rs := range before {
 		if len(rs) == 0 {
 			t.Fatalf("fill left %s empty: the upgrade would not be shown to keep its rows", table)
@@ -82,7 +83,7 @@ func SQLiteUpgrade(t testing.TB, set migrate.Set, through int, fill func(*gorm.D
 	if err != nil || len(applied) == 0 {
 		t.Fatalf("migrations after %d: applied %v, %v", through, applied, err)
 	}
-	after := rows(t, lite)
+	after := rows(t, lite, cols)
 	for table, want := range before {
 		if got := after[table]; !slices.Equal(got, want) {
 			t.Errorf("%s after %v:\n got %q\nwant %q", table, applied, got, want)
@@ -113,18 +114,38 @@ func prefix(set migrate.Set, dialect string, through int) (migrate.Set, error) {
 	return migrate.Set{Component: set.Component, FS: files}, nil
 }
 
-// rows reads every table of a SQLite database as sorted printed rows, by table name.
-func rows(t testing.TB, lite *gorm.DB) map[string][]string {
+// columns lists the columns of every table of a SQLite database, by table name.
+func columns(t testing.TB, lite *gorm.DB) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, table := range tableNames(t, lite) {
+		var cols []string
+		if err := lite.Raw(`SELECT name FROM pragma_table_info(?)`, table).Scan(&cols).Error; err != nil {
+			t.Fatal(err)
+		}
+		out[table] = cols
+	}
+	return out
+}
+
+func tableNames(t testing.TB, lite *gorm.DB) []string {
 	t.Helper()
 	var tables []string
 	if err := lite.Raw(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'
 		AND name <> 'schema_migrations'`).Scan(&tables).Error; err != nil {
 		t.Fatal(err)
 	}
+	return tables
+}
+
+// rows reads the tables of cols of a SQLite database, in their columns of cols, as sorted printed
+// rows, by table name.
+func rows(t testing.TB, lite *gorm.DB, cols map[string][]string) map[string][]string {
+	t.Helper()
 	out := map[string][]string{}
-	for _, table := range tables {
+	for table, cs := range cols {
 		var rs []map[string]any
-		if err := lite.Table(table).Find(&rs).Error; err != nil {
+		if err := lite.Table(table).Select(cs).Find(&rs).Error; err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range rs {
