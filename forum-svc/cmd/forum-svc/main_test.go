@@ -133,6 +133,17 @@ func TestCommands(t *testing.T) {
 		if !strings.Contains(w.Body.String(), `"per_page":7`) {
 			t.Fatalf("page size after options set: %s", w.Body)
 		}
+		for _, o := range []string{"discussionsPerPage 9", "maxRecipients 3", "messageMaxLength 500"} {
+			args := append([]string{"options", "set"}, strings.Fields(o)...)
+			if out, errs, code := command(t, url, args...); code != 0 || out != strings.Replace(o, " ", " = ", 1)+"\n" {
+				t.Fatalf("options set %s: %d %q %q", o, code, out, errs)
+			}
+		}
+		var opts string
+		gdb.Raw("SELECT discussions_per_page || ',' || max_recipients || ',' || message_max_length FROM forum_options").Scan(&opts)
+		if opts != "9,3,500" {
+			t.Fatalf("options after options set: %s", opts)
+		}
 
 		// Refusals: non-zero, one line, nothing written.
 		bad := filepath.Join(t.TempDir(), "bad.json")
@@ -162,6 +173,9 @@ func TestCommands(t *testing.T) {
 			{[]string{"options", "set", "pageSize", "5"}, `unknown option "pageSize"`},
 			{[]string{"options", "set", "messagesPerPage", "0"}, "between 1 and 100"},
 			{[]string{"options", "set", "messagesPerPage", "ten"}, "not an integer"},
+			{[]string{"options", "set", "maxRecipients", "0"}, "maxRecipients must be between 1 and 1000"},
+			{[]string{"options", "set", "messageMaxLength", "65537"}, "messageMaxLength must be between 1 and 65536"},
+			{[]string{"options", "set", "discussionsPerPage", "101"}, "discussionsPerPage must be between 1 and 100"},
 			{[]string{"options", "get", "messagesPerPage"}, "usage"},
 			{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		} {

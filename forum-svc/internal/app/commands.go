@@ -119,14 +119,15 @@ func randomKey() (string, error) {
 
 // SetOption runs `forum-svc options set name value` and returns the value set.
 func SetOption(ctx context.Context, cfg Config, name, value string) (int64, error) {
-	if name != store.OptionMessagesPerPage {
-		return 0, fmt.Errorf("options set: unknown option %q (known: %s)", name, store.OptionMessagesPerPage)
+	opt, err := store.LookupOption(name)
+	if err != nil {
+		return 0, fmt.Errorf("options set: %w", err)
 	}
 	n, err := strconv.ParseInt(value, 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("options set: %s: %q is not an integer", name, value)
 	}
-	if err := store.CheckMessagesPerPage(n); err != nil {
+	if err := opt.Check(n); err != nil {
 		return 0, fmt.Errorf("options set: %w", err)
 	}
 	gdb, err := openDB(ctx, cfg.DatabaseURL, nil, cfg.MigrateOnStart)
@@ -134,7 +135,7 @@ func SetOption(ctx context.Context, cfg Config, name, value string) (int64, erro
 		return 0, err
 	}
 	defer db.Close(gdb)
-	if err := store.SetMessagesPerPage(ctx, gdb, n); err != nil {
+	if err := opt.Set(ctx, gdb, n); err != nil {
 		return 0, fmt.Errorf("options set: %w", err)
 	}
 	return n, nil

@@ -219,7 +219,7 @@ func (a *Authenticator) Principal(ctx context.Context, k Key, userHeader []strin
 			return 0, ErrUserIDNotAllowed
 		}
 	}
-	if !k.HasScope(scope) {
+	if scope != "" && !k.HasScope(scope) { // "": an operation that needs no particular scope
 		return 0, &MissingScopeError{Scope: scope}
 	}
 	if userID == 0 {

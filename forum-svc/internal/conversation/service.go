@@ -37,6 +37,10 @@ type Conversation struct {
 	LastMessageID   int64       `json:"last_message_id"`
 	LastMessageDate int64       `json:"last_message_date"`
 	IsUnread        bool        `json:"is_unread"`
+	// For the current user; then the conversation's settings (issue 11).
+	IsStarred        bool `json:"is_starred"`
+	ConversationOpen bool `json:"conversation_open"`
+	OpenInvite       bool `json:"open_invite"`
 }
 
 // Pagination is the pagination object of a message list.
@@ -85,6 +89,9 @@ type ConversationRow struct {
 	LastMessageID   int64
 	LastMessageDate int64
 	LastReadDate    int64
+	Open            bool
+	OpenInvite      bool
+	Starred         bool // by the reader
 	Recipients      []Recipient
 }
 
@@ -101,6 +108,7 @@ type Store interface {
 	MarkRead(ctx context.Context, conversationID, userID, date int64) error
 	// MarkUnread sets the reader's last_read_date to 0.
 	MarkUnread(ctx context.Context, conversationID, userID int64) error
+	WriteStore
 }
 
 // Service applies the rules of conversations for a reader.
@@ -149,10 +157,7 @@ func (s *Service) Message(ctx context.Context, userID, messageID int64) (Message
 	if err != nil {
 		return Message{}, err
 	}
-	msg := toMessage(m, c.LastReadDate)
-	conv := toConversation(c)
-	msg.Conversation = &conv
-	return msg, nil
+	return withConversation(m, c), nil
 }
 
 // Conversation returns the conversation as userID sees it.
@@ -196,17 +201,20 @@ func toConversation(c ConversationRow) Conversation {
 		recipients = []Recipient{}
 	}
 	return Conversation{
-		ConversationID:  c.ConversationID,
-		Title:           c.Title,
-		UserID:          c.UserID,
-		Username:        c.Username,
-		StartDate:       c.StartDate,
-		ReplyCount:      max(c.MessageCount-1, 0),
-		RecipientCount:  int64(len(recipients)),
-		Recipients:      recipients,
-		FirstMessageID:  c.FirstMessageID,
-		LastMessageID:   c.LastMessageID,
-		LastMessageDate: c.LastMessageDate,
-		IsUnread:        IsUnread(c.LastMessageDate, c.LastReadDate),
+		ConversationID:   c.ConversationID,
+		Title:            c.Title,
+		UserID:           c.UserID,
+		Username:         c.Username,
+		StartDate:        c.StartDate,
+		ReplyCount:       max(c.MessageCount-1, 0),
+		RecipientCount:   int64(len(recipients)),
+		Recipients:       recipients,
+		FirstMessageID:   c.FirstMessageID,
+		LastMessageID:    c.LastMessageID,
+		LastMessageDate:  c.LastMessageDate,
+		IsUnread:         IsUnread(c.LastMessageDate, c.LastReadDate),
+		IsStarred:        c.Starred,
+		ConversationOpen: c.Open,
+		OpenInvite:       c.OpenInvite,
 	}
 }

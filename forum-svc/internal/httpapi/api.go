@@ -55,17 +55,30 @@ type route struct {
 
 func (a *api) routes() []route {
 	return []route{
+		{http.MethodGet, "/api/conversations", auth.ScopeConversationRead, false, a.listConversations},
+		{http.MethodPost, "/api/conversations", auth.ScopeConversationWrite, false, creating(a.startConversation)},
 		{http.MethodGet, "/api/conversations/:id", auth.ScopeConversationRead, true, getOne("conversation", a.conv.Conversation)},
+		{http.MethodPost, "/api/conversations/:id", auth.ScopeConversationWrite, true, onObject(false, a.updateConversation)},
+		{http.MethodDelete, "/api/conversations/:id", auth.ScopeConversationWrite, true, onObject(true, a.leaveConversation)},
 		{http.MethodGet, "/api/conversations/:id/messages", auth.ScopeConversationRead, true, a.listMessages},
 		{http.MethodPost, "/api/conversations/:id/mark-read", auth.ScopeConversationWrite, true, a.markRead},
 		{http.MethodPost, "/api/conversations/:id/mark-unread", auth.ScopeConversationWrite, true, a.markUnread},
+		{http.MethodPost, "/api/conversations/:id/invite", auth.ScopeConversationWrite, true, onObject(false, a.invite)},
+		{http.MethodPost, "/api/conversations/:id/star", auth.ScopeConversationWrite, true, onObject(false, a.star)},
+		{http.MethodPost, "/api/conversation-messages", auth.ScopeConversationWrite, false, creating(a.reply)},
 		{http.MethodGet, "/api/conversation-messages/:id", auth.ScopeConversationRead, true, getOne("message", a.conv.Message)},
+		{http.MethodPost, "/api/conversation-messages/:id", auth.ScopeConversationWrite, true, onObject(false, a.editMessage)},
+		{http.MethodGet, "/api/me", registeredUser, false, a.me},
 		{http.MethodGet, "/api/openapi.json", "", false, serveOpenAPI},
 	}
 }
 
-// Request bodies are small forms; anything larger is refused with 413.
-const bodyLimit = "64K"
+// Request bodies are forms; anything larger is refused with 413. The longest message the options
+// allow (store's messageMaxLength, 65,536 code points of 4 bytes, each byte percent-encoded) fits.
+const bodyLimit = "1M"
+
+// registeredUser is the "scope" of a route that needs a registered user but no particular scope.
+const registeredUser = "(registered user)"
 
 // New returns the HTTP handler of forum-svc.
 func New(d Deps) *echo.Echo {
@@ -94,7 +107,7 @@ func New(d Deps) *echo.Echo {
 		e.Match(methods, r.path, r.handler, mw...)
 		// Without this, Echo answers OPTIONS itself (204); here it is a wrong method like any other.
 		e.OPTIONS(r.path, methodNotAllowed)
-		a.allow[r.path] = strings.Join(methods, ", ")
+		a.allow[r.path] = strings.TrimPrefix(a.allow[r.path]+", "+strings.Join(methods, ", "), ", ")
 	}
 	return e
 }
@@ -112,6 +125,7 @@ func methodNotAllowed(echo.Context) error { return echo.ErrMethodNotAllowed }
 const (
 	ctxID   = "forum.id"
 	ctxUser = "forum.user"
+	ctxKey  = "forum.key" // the API key's hash
 )
 
 // parseID reads the {id} path parameter: a positive decimal integer, else the route does not
@@ -142,11 +156,16 @@ func (a *api) authenticate(scope string) echo.MiddlewareFunc {
 			if d := a.limiter.Allow(ctx, key.Hash); !d.Allowed {
 				return &rateLimitedError{retryAfter: d.RetryAfterSeconds()}
 			}
-			userID, err := a.auth.Principal(ctx, key, h.Values(auth.HeaderAPIUser), scope)
+			need := scope
+			if scope == registeredUser {
+				need = ""
+			}
+			userID, err := a.auth.Principal(ctx, key, h.Values(auth.HeaderAPIUser), need)
 			if err != nil {
 				return err
 			}
 			c.Set(ctxUser, userID)
+			c.Set(ctxKey, key.Hash)
 			return next(c)
 		}
 	}
@@ -174,7 +193,7 @@ func getOne[T any](name string, read func(ctx context.Context, userID, id int64)
 
 func (a *api) listMessages(c echo.Context) error {
 	userID, id := ids(c)
-	page, err := conversation.ParsePage(rawQueryValues(c.Request().URL.RawQuery, "page"))
+	page, err := conversation.ParsePage(rawQuery(c.Request().URL.RawQuery)["page"])
 	if err != nil {
 		return err
 	}
@@ -199,6 +218,9 @@ func (a *api) markRead(c echo.Context) error {
 
 func (a *api) markUnread(c echo.Context) error {
 	userID, id := ids(c)
+	if _, err := readForm(c.Request(), false); err != nil {
+		return err
+	}
 	if err := a.conv.MarkUnread(c.Request().Context(), userID, id); err != nil {
 		return err
 	}

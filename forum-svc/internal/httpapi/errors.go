@@ -33,6 +33,19 @@ const (
 	CodeURITooLong            = "uri_too_long"
 	CodeHeadersTooLarge       = "request_header_fields_too_large"
 	CodeServerError           = "server_error_occurred"
+	// The conversations API (issue 11).
+	CodeRequiredInputMissing  = "required_input_missing"
+	CodeInvalidRecipients     = "invalid_recipients"
+	CodeTooManyRecipients     = "too_many_recipients"
+	CodeTitleTooLong          = "title_too_long"
+	CodeMessageTooLong        = "message_too_long"
+	CodeInvalidInput          = "invalid_input"
+	CodeNoPermission          = "no_permission"
+	CodeConversationClosed    = "conversation_closed"
+	CodeInvalidIdempotencyKey = "invalid_idempotency_key"
+	CodeIdempotencyKeyReused  = "idempotency_key_reused"
+	CodeRequestInProgress     = "request_in_progress"
+	CodeUnsupportedMediaType  = "unsupported_media_type"
 )
 
 // ErrorBody is the body of every error response.
@@ -67,6 +80,11 @@ var errorTable = []struct {
 	{conversation.ErrConversationNotFound, errorSpec{http.StatusNotFound, CodeConversationNotFound, "The requested conversation could not be found."}},
 	{conversation.ErrMessageNotFound, errorSpec{http.StatusNotFound, CodeMessageNotFound, "The requested message could not be found."}},
 	{conversation.ErrInvalidDate, errorSpec{http.StatusBadRequest, CodeInvalidDate, "date must be a non-negative integer of Unix seconds."}},
+	{conversation.ErrNoPermission, errorSpec{http.StatusForbidden, CodeNoPermission, "You do not have permission to do this."}},
+	{conversation.ErrConversationClosed, errorSpec{http.StatusForbidden, CodeConversationClosed, "The conversation is closed: it takes no reply and no invite."}},
+	{conversation.ErrInvalidIdempotencyKey, errorSpec{http.StatusBadRequest, CodeInvalidIdempotencyKey, "Idempotency-Key must be 1 to 255 printable ASCII characters."}},
+	{conversation.ErrIdempotencyKeyReused, errorSpec{http.StatusUnprocessableEntity, CodeIdempotencyKeyReused, "This Idempotency-Key was used for a different request."}},
+	{conversation.ErrRequestInProgress, errorSpec{http.StatusConflict, CodeRequestInProgress, "A request with this Idempotency-Key is still in progress; retry later."}},
 }
 
 // Errors that carry parameters, and the ones the HTTP layer raises itself.
@@ -81,6 +99,13 @@ var (
 	specURITooLong       = errorSpec{http.StatusRequestURITooLong, CodeURITooLong, "The request target (path and query string) is too long."}
 	specHeadersTooLarge  = errorSpec{http.StatusRequestHeaderFieldsTooLarge, CodeHeadersTooLarge, "The request header fields are too large."}
 	specServerError      = errorSpec{http.StatusInternalServerError, CodeServerError, "An unexpected error occurred."}
+	specUnsupportedType  = errorSpec{http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "The body must be application/x-www-form-urlencoded or multipart/form-data."}
+	specMissingInput     = errorSpec{http.StatusBadRequest, CodeRequiredInputMissing, "Required input is missing."}
+	specInvalidRecipient = errorSpec{http.StatusBadRequest, CodeInvalidRecipients, "Recipients must be ids of existing users."}
+	specTooManyRecip     = errorSpec{http.StatusBadRequest, CodeTooManyRecipients, "The conversation would have too many recipients."}
+	specTitleTooLong     = errorSpec{http.StatusBadRequest, CodeTitleTooLong, "The title is too long."}
+	specMessageTooLong   = errorSpec{http.StatusBadRequest, CodeMessageTooLong, "The message is too long."}
+	specInvalidInput     = errorSpec{http.StatusBadRequest, CodeInvalidInput, "A field has a malformed value."}
 )
 
 // allCodes lists every code the service answers with (the OpenAPI test checks the document).
@@ -90,7 +115,9 @@ func allCodes() []string {
 		codes = append(codes, e.code)
 	}
 	for _, s := range []errorSpec{specMissingScope, specInvalidPage, specPagePastLast, specTooManyRequests,
-		specEndpointNotFound, specMethodNotAllowed, specTooLarge, specURITooLong, specHeadersTooLarge, specServerError} {
+		specEndpointNotFound, specMethodNotAllowed, specTooLarge, specURITooLong, specHeadersTooLarge, specServerError,
+		specUnsupportedType, specMissingInput, specInvalidRecipient, specTooManyRecip, specTitleTooLong,
+		specMessageTooLong, specInvalidInput} {
 		codes = append(codes, s.code)
 	}
 	return codes
@@ -114,8 +141,31 @@ func classify(err error) (spec errorSpec, params map[string]any, ok bool) {
 		pageErr  *conversation.InvalidPageError
 		rateErr  *rateLimitedError
 		httpErr  *echo.HTTPError
+		missing  *conversation.MissingInputError
+		badRecip *conversation.InvalidRecipientsError
+		tooMany  *conversation.TooManyRecipientsError
+		tooLong  *conversation.TooLongError
+		badInput *conversation.InvalidInputError
 	)
 	switch {
+	case errors.As(err, &missing):
+		params["missing"] = missing.Fields
+		return specMissingInput, params, true
+	case errors.As(err, &badRecip):
+		params["user_ids"] = badRecip.Values
+		return specInvalidRecipient, params, true
+	case errors.As(err, &tooMany):
+		params["max"] = tooMany.Max
+		return specTooManyRecip, params, true
+	case errors.As(err, &tooLong):
+		params["max"] = tooLong.Max
+		if tooLong.Field == conversation.FieldTitle {
+			return specTitleTooLong, params, true
+		}
+		return specMessageTooLong, params, true
+	case errors.As(err, &badInput):
+		params["field"] = badInput.Field
+		return specInvalidInput, params, true
 	case errors.As(err, &scopeErr):
 		params["scope"] = scopeErr.Scope
 		return specMissingScope, params, true
@@ -139,6 +189,8 @@ func classify(err error) (spec errorSpec, params map[string]any, ok bool) {
 			return specURITooLong, params, true
 		case http.StatusRequestHeaderFieldsTooLarge:
 			return specHeadersTooLarge, params, true
+		case http.StatusUnsupportedMediaType:
+			return specUnsupportedType, params, true
 		}
 	}
 	return specServerError, params, false

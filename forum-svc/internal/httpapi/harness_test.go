@@ -250,17 +250,28 @@ func wantJSON(t *testing.T, r response, want string) {
 // messageIDs returns the message ids of a list response.
 func messageIDs(t *testing.T, r response) []int64 {
 	t.Helper()
-	var body struct {
-		Messages []struct {
-			MessageID int64 `json:"message_id"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(r.body, &body); err != nil {
-		t.Fatal(err)
+	return idsOf(t, r, "messages", "message_id")
+}
+
+// idsOf returns the ids (field idField) of the objects of the array list in a response.
+func idsOf(t *testing.T, r response, list, idField string) []int64 {
+	t.Helper()
+	var body map[string]any
+	dec := json.NewDecoder(bytes.NewReader(r.body))
+	dec.UseNumber()
+	if err := dec.Decode(&body); err != nil {
+		t.Fatalf("%s: %v", r.body, err)
 	}
 	ids := []int64{}
-	for _, m := range body.Messages {
-		ids = append(ids, m.MessageID)
+	objects, _ := body[list].([]any)
+	for _, o := range objects {
+		m, _ := o.(map[string]any)
+		n, _ := m[idField].(json.Number)
+		id, err := n.Int64()
+		if err != nil {
+			t.Fatalf("%s of %s: %v", idField, r.body, err)
+		}
+		ids = append(ids, id)
 	}
 	return ids
 }

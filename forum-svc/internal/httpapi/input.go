@@ -1,12 +1,17 @@
 package httpapi
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -14,19 +19,20 @@ import (
 	"forumstats.local/forum-svc/internal/conversation"
 )
 
-// rawQueryValues returns the values of name in a raw query string. Unlike url.ParseQuery (and
-// Echo's QueryParams), a pair with a broken escape is kept undecoded rather than dropped, so
+// rawQuery reads a raw query string (or an url-encoded form) into fields. Unlike url.ParseQuery
+// (and Echo's QueryParams), a pair with a broken escape is kept undecoded rather than dropped, so
 // `?page=%zz` fails the page check instead of silently becoming the default page.
-func rawQueryValues(raw, name string) []string {
-	var out []string
+func rawQuery(raw string) conversation.Fields {
+	out := conversation.Fields{}
 	for raw != "" {
 		var pair string
 		pair, raw, _ = strings.Cut(raw, "&")
-		key, value, _ := strings.Cut(pair, "=")
-		if unescape(key) != name {
+		if pair == "" {
 			continue
 		}
-		out = append(out, unescape(value))
+		key, value, _ := strings.Cut(pair, "=")
+		name := unescape(key)
+		out[name] = append(out[name], unescape(value))
 	}
 	return out
 }
@@ -38,29 +44,83 @@ func unescape(s string) string {
 	return s
 }
 
-// formDate reads the optional `date` field of mark-read from a form body (or, failing that, the
-// query string). The body is read explicitly so that a body over the limit answers 413 (the
-// body-limit error) and a malformed one 400, instead of both being taken as "no date" ("now").
-func formDate(r *http.Request) (string, error) {
-	var vs []string
-	mediaType, _, _ := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
-	if r.Body != nil && mediaType == echo.MIMEApplicationForm {
+// readForm reads the fields of a write: an application/x-www-form-urlencoded or multipart/form-data
+// body (a file part counts as a field). A non-empty body of any other type is 415; a body over the
+// limit is 413 (the body-limit error), a broken multipart body 400 invalid_input. withQuery adds
+// the query string's fields after the body's (DELETE reads both).
+func readForm(r *http.Request, withQuery bool) (conversation.Fields, error) {
+	fields := conversation.Fields{}
+	if r.Body != nil {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			var he *echo.HTTPError
 			if errors.As(err, &he) {
-				return "", err
+				return nil, err
 			}
-			return "", fmt.Errorf("read mark-read body: %w", err)
+			return nil, fmt.Errorf("read body: %w", err)
 		}
-		form, err := url.ParseQuery(string(body))
-		if err != nil {
-			return "", conversation.ErrInvalidDate
+		if len(body) > 0 {
+			if fields, err = parseBody(r.Header.Get(echo.HeaderContentType), body); err != nil {
+				return nil, err
+			}
 		}
-		vs = form["date"]
 	}
+	if withQuery {
+		for name, vs := range rawQuery(r.URL.RawQuery) {
+			fields[name] = append(fields[name], vs...)
+		}
+	}
+	return fields, nil
+}
+
+// maxParts bounds the parts of a multipart body (recipient lists are bounded far lower).
+const maxParts = 2000
+
+func parseBody(contentType string, body []byte) (conversation.Fields, error) {
+	mediaType, params, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return nil, echo.ErrUnsupportedMediaType
+	}
+	switch mediaType {
+	case echo.MIMEApplicationForm:
+		return rawQuery(string(body)), nil
+	case echo.MIMEMultipartForm:
+	default:
+		return nil, echo.ErrUnsupportedMediaType
+	}
+	broken := &conversation.InvalidInputError{Field: "body"}
+	if params["boundary"] == "" {
+		return nil, broken
+	}
+	fields := conversation.Fields{}
+	mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+	for n := 0; ; n++ {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			return fields, nil
+		}
+		if err != nil || n == maxParts {
+			return nil, broken
+		}
+		value, err := io.ReadAll(part) // within the body, already bounded
+		if err != nil {
+			return nil, broken
+		}
+		name := part.FormName()
+		fields[name] = append(fields[name], string(value))
+	}
+}
+
+// formDate reads the optional `date` field of mark-read from the form (or, failing that, the
+// query string). A malformed or repeated date is invalid_date, never "now".
+func formDate(r *http.Request) (string, error) {
+	form, err := readForm(r, false)
+	if err != nil {
+		return "", err
+	}
+	vs := form["date"]
 	if len(vs) == 0 {
-		vs = rawQueryValues(r.URL.RawQuery, "date")
+		vs = rawQuery(r.URL.RawQuery)["date"]
 	}
 	switch len(vs) {
 	case 0:
@@ -70,4 +130,51 @@ func formDate(r *http.Request) (string, error) {
 	default:
 		return "", conversation.ErrInvalidDate
 	}
+}
+
+// HeaderIdempotencyKey is the retry key of POST /api/conversations/ and
+// POST /api/conversation-messages/.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// parseIdempotencyKey reads the header: absent is "" (no retry key); present, it is 1 to 255
+// printable ASCII characters (a repeated header is refused too).
+func parseIdempotencyKey(values []string) (string, error) {
+	switch {
+	case len(values) == 0:
+		return "", nil
+	case len(values) > 1:
+		return "", conversation.ErrInvalidIdempotencyKey
+	}
+	k := values[0]
+	if len(k) < 1 || len(k) > 255 {
+		return "", conversation.ErrInvalidIdempotencyKey
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return "", conversation.ErrInvalidIdempotencyKey
+		}
+	}
+	return k, nil
+}
+
+// fingerprint identifies a request for its retry key: the method, the path and the fields (names
+// sorted, values in the order sent), each length-prefixed so that no two requests share one.
+func fingerprint(method, path string, fields conversation.Fields) string {
+	h := sha256.New()
+	put := func(s string) { fmt.Fprintf(h, "%d:%s", len(s), s) }
+	put(method)
+	put(path)
+	names := make([]string, 0, len(fields))
+	for name := range fields {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		put(name)
+		fmt.Fprintf(h, "%d", len(fields[name]))
+		for _, v := range fields[name] {
+			put(v)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -13,7 +13,9 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/labstack/echo/v4"
 
+	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/httpapi"
 	"forumstats.local/forum-svc/internal/ratelimit"
 	"forumstats.local/shared/db"
@@ -41,17 +43,12 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 	broken := newEnv(t, envOptions{})
 	db.Close(broken.gdb)
 	reached := map[string]bool{}
-	send := func(env *env, method, path, query string, form url.Values, headers ...string) {
+	validate := func(method, target string, r response) {
 		t.Helper()
-		target := path
-		if query != "" {
-			target += "?" + query
-		}
-		r := env.req(method, target, form, headers...)
 		req := httptest.NewRequest(method, target, nil)
 		route, params, err := router.FindRoute(req)
 		if err != nil {
-			t.Fatalf("%s %s: no documented route: %v", method, path, err)
+			t.Fatalf("%s %s: no documented route: %v", method, target, err)
 		}
 		vreq := req
 		if method == http.MethodHead {
@@ -70,15 +67,46 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 		}
 		reached[strings.ToUpper(method)+" "+route.Path+" "+strconv.Itoa(r.status)] = true
 	}
+	send := func(env *env, method, path, query string, form url.Values, headers ...string) {
+		t.Helper()
+		target := path
+		if query != "" {
+			target += "?" + query
+		}
+		validate(method, target, env.req(method, target, form, headers...))
+	}
+	// sendBody sends a body of any type.
+	sendBody := func(method, target, contentType, body string, headers ...string) {
+		t.Helper()
+		r := httptest.NewRequest(method, target, strings.NewReader(body))
+		r.Header.Set("Content-Type", contentType)
+		for _, h := range headers {
+			name, value, _ := strings.Cut(h, ":")
+			r.Header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
+		}
+		w := httptest.NewRecorder()
+		e.h.ServeHTTP(w, r)
+		validate(method, target, response{status: w.Code, header: w.Header(), body: w.Body.Bytes()})
+	}
 	long := "x=" + strings.Repeat("y", 20<<10)
 	big := "X-Big: " + strings.Repeat("z", 40<<10)
-	for path, item := range doc.Paths.Map() {
-		concrete := strings.ReplaceAll(path, "{id}", "10")
-		if strings.HasPrefix(path, "/api/conversation-messages/") {
-			concrete = strings.ReplaceAll(path, "{id}", "1001")
+	// idFor is the object of a path's requests: alice's conversation 10 or message 1001; leaving
+	// succeeds once per conversation, so each form of that path leaves its own (12, 11).
+	idFor := func(path, method string) string {
+		switch {
+		case strings.HasPrefix(path, "/api/conversation-messages/"):
+			return "1001"
+		case method == http.MethodDelete && path == "/api/conversations/{id}":
+			return "12"
+		case method == http.MethodDelete && path == "/api/conversations/{id}/":
+			return "11"
 		}
+		return "10"
+	}
+	for path, item := range doc.Paths.Map() {
 		missing := strings.ReplaceAll(path, "{id}", "999999")
 		for method := range item.Operations() {
+			concrete := strings.ReplaceAll(path, "{id}", idFor(path, method))
 			var form url.Values
 			if method == http.MethodPost {
 				form = url.Values{}
@@ -88,9 +116,9 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 			send(e, method, concrete, "", form, key(keyAlice), big)
 			// The body limit answers before the route's own checks, whatever the method: GET and
 			// HEAD too, on their declared Content-Length.
-			send(e, method, concrete, "", url.Values{"date": {strings.Repeat("9", 70<<10)}}, key(keyAlice))
+			send(e, method, concrete, "", url.Values{"date": {strings.Repeat("9", 1<<20)}}, key(keyAlice))
 			send(broken, method, concrete, "", form, key(keyAlice)) // 500, and 503 on /readyz
-			if !strings.Contains(path, "{id}") {
+			if !strings.HasPrefix(path, "/api/") || strings.HasPrefix(path, "/api/openapi.json") {
 				continue
 			}
 			send(e, method, concrete, "", form)                                          // no key: 400
@@ -102,6 +130,33 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 				send(limited, method, concrete, "", form, key(keyBob)) // 429 after the burst
 			}
 		}
+	}
+	// The conversations API's answers the sweep above does not reach.
+	e.gdb.Exec("INSERT INTO idempotency_keys VALUES (?, 1, 'busy', 'x', ?, 0, '')", auth.Hash(keyAlice), now)
+	for _, slash := range []string{"", "/"} {
+		retried := func(p, valid string) {
+			sendBody("POST", p+slash, "application/json", `{}`, key(keyAlice))                                                      // 415
+			sendBody("POST", p+slash, echo.MIMEApplicationForm, valid, key(keyAlice), "Idempotency-Key: busy")                      // 409
+			sendBody("POST", p+slash, echo.MIMEApplicationForm, valid, key(keyAlice), "Idempotency-Key: "+strings.Repeat("k", 256)) // 400
+		}
+		start := "recipient_ids[]=2&title=t&message=m" + slash
+		sendBody("POST", "/api/conversations"+slash, echo.MIMEApplicationForm, start, key(keyAlice), "Idempotency-Key: s"+slash)     // 200
+		sendBody("POST", "/api/conversations"+slash, echo.MIMEApplicationForm, start+"!", key(keyAlice), "Idempotency-Key: s"+slash) // 422
+		retried("/api/conversations", start)
+		reply := "conversation_id=10&message=m" + slash
+		sendBody("POST", "/api/conversation-messages"+slash, echo.MIMEApplicationForm, reply, key(keyAlice), "Idempotency-Key: r"+slash)     // 200
+		sendBody("POST", "/api/conversation-messages"+slash, echo.MIMEApplicationForm, reply+"!", key(keyAlice), "Idempotency-Key: r"+slash) // 422
+		sendBody("POST", "/api/conversation-messages"+slash, echo.MIMEApplicationForm, "conversation_id=999999&message=m", key(keyAlice))    // 404
+		retried("/api/conversation-messages", reply)
+		sendBody("POST", "/api/conversation-messages/1001"+slash, echo.MIMEApplicationForm, "message=edited", key(keyAlice))     // 200
+		sendBody("POST", "/api/conversations/10/invite"+slash, echo.MIMEApplicationForm, "recipient_ids[]=4", key(keyAlice))     // 200
+		sendBody("POST", "/api/conversation-messages/999999"+slash, echo.MIMEApplicationForm, "message=edited", key(keyAlice))   // 404
+		sendBody("POST", "/api/conversations/999999/invite"+slash, echo.MIMEApplicationForm, "recipient_ids[]=4", key(keyAlice)) // 404
+		for _, p := range []string{"/api/conversations/10", "/api/conversations/10/mark-read", "/api/conversations/10/mark-unread",
+			"/api/conversations/10/invite", "/api/conversations/10/star", "/api/conversation-messages/1001"} {
+			sendBody("POST", p+slash, "application/json", `{"date": 1767225600}`, key(keyAlice)) // 415
+		}
+		sendBody("DELETE", "/api/conversations/10"+slash, "application/json", `{}`, key(keyAlice)) // 415
 	}
 	var missed []string
 	for path, item := range doc.Paths.Map() {

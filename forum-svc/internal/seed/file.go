@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"forumstats.local/forum-svc/internal/store"
 )
 
 // File is a parsed seed file.
@@ -20,9 +22,33 @@ type File struct {
 	APIKeys       []APIKey
 }
 
-// Options are the forum options a file may set.
+// Options are the forum options a file may set (store.ForumOptions; absent ones are left as they are).
 type Options struct {
-	MessagesPerPage *int64 `json:"messagesPerPage"`
+	MessagesPerPage    *int64 `json:"messagesPerPage"`
+	DiscussionsPerPage *int64 `json:"discussionsPerPage"`
+	MaxRecipients      *int64 `json:"maxRecipients"`
+	MessageMaxLength   *int64 `json:"messageMaxLength"`
+}
+
+// set returns the options the file sets, with their values.
+func (o *Options) set() (map[store.Option]int64, error) {
+	out := map[store.Option]int64{}
+	if o == nil {
+		return out, nil
+	}
+	values := map[string]*int64{"messagesPerPage": o.MessagesPerPage, "discussionsPerPage": o.DiscussionsPerPage,
+		"maxRecipients": o.MaxRecipients, "messageMaxLength": o.MessageMaxLength}
+	for _, opt := range store.ForumOptions {
+		v := values[opt.Name]
+		if v == nil {
+			continue
+		}
+		if err := opt.Check(*v); err != nil {
+			return nil, err
+		}
+		out[opt] = *v
+	}
+	return out, nil
 }
 
 // User is an entry of users.

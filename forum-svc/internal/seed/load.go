@@ -10,7 +10,6 @@ import (
 	"gorm.io/gorm"
 
 	"forumstats.local/forum-svc/internal/auth"
-	"forumstats.local/forum-svc/internal/store"
 )
 
 // Summary counts what a load wrote.
@@ -60,10 +59,8 @@ type checker struct {
 
 func validate(tx *gorm.DB, f *File) error {
 	c := &checker{tx: tx, users: map[int64]bool{}, fileConvs: map[int64]int{}, participants: map[int64]map[int64]bool{}}
-	if f.Options != nil && f.Options.MessagesPerPage != nil {
-		if err := store.CheckMessagesPerPage(*f.Options.MessagesPerPage); err != nil {
-			return refuse("options", "%s", err)
-		}
+	if _, err := f.Options.set(); err != nil {
+		return refuse("options", "%s", err)
 	}
 	if err := c.checkUsers(f); err != nil {
 		return err

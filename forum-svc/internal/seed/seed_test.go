@@ -310,3 +310,37 @@ func TestDemoSeedLoads(t *testing.T) {
 		}
 	}
 }
+
+// The options of the conversations API, the participants' copy of last_message_date, and ids:
+// after a load, a row inserted without an id gets one above the file's.
+func TestSeedOptionsAndIDs(t *testing.T) {
+	dialects(t, func(t *testing.T, gdb *gorm.DB) {
+		mustLoad(t, gdb, strings.Replace(base, `"options": {"messagesPerPage": 20}`,
+			`"options": {"messagesPerPage": 20, "discussionsPerPage": 7, "maxRecipients": 3, "messageMaxLength": 500}`, 1))
+		var opts string
+		gdb.Raw("SELECT discussions_per_page || ',' || max_recipients || ',' || message_max_length FROM forum_options").Scan(&opts)
+		if opts != "7,3,500" {
+			t.Fatalf("options %q", opts)
+		}
+		var dates []int64
+		gdb.Raw("SELECT last_message_date FROM conversation_participants WHERE conversation_id = 10 ORDER BY user_id").Scan(&dates)
+		if fmt.Sprint(dates) != "[1767225800 1767225800 1767225800]" {
+			t.Fatalf("participants' last_message_date %v", dates)
+		}
+		var convID, msgID int64
+		if err := gdb.Raw("INSERT INTO conversations (title, user_id) VALUES ('new', 1) RETURNING conversation_id").Row().Scan(&convID); err != nil {
+			t.Fatal(err)
+		}
+		if err := gdb.Raw("INSERT INTO conversation_messages (conversation_id, user_id, message, message_date, position) VALUES (?, 1, 'm', 1, 1) RETURNING message_id", convID).Row().Scan(&msgID); err != nil {
+			t.Fatal(err)
+		}
+		if convID <= 10 || msgID <= 102 {
+			t.Fatalf("new ids %d, %d are not above the seeded 10, 102", convID, msgID)
+		}
+		for _, bad := range []string{`{"options": {"maxRecipients": 0}}`, `{"options": {"messageMaxLength": 65537}}`, `{"options": {"discussionsPerPage": 101}}`} {
+			if _, err := load(t, gdb, bad); err == nil || !strings.Contains(err.Error(), "must be between") {
+				t.Errorf("%s: %v", bad, err)
+			}
+		}
+	})
+}

@@ -3,7 +3,6 @@ package seed
 import (
 	"context"
 	"slices"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -14,8 +13,12 @@ import (
 
 func write(ctx context.Context, tx *gorm.DB, f *File, now time.Time) (Summary, error) {
 	sum := Summary{Users: len(f.Users), Conversations: len(f.Conversations), ReadStates: len(f.ReadState), APIKeys: len(f.APIKeys)}
-	if f.Options != nil && f.Options.MessagesPerPage != nil {
-		if err := store.SetMessagesPerPage(ctx, tx, *f.Options.MessagesPerPage); err != nil {
+	opts, err := f.Options.set()
+	if err != nil {
+		return sum, err
+	}
+	for opt, v := range opts {
+		if err := opt.Set(ctx, tx, v); err != nil {
 			return sum, err
 		}
 	}
@@ -24,7 +27,7 @@ func write(ctx context.Context, tx *gorm.DB, f *File, now time.Time) (Summary, e
 	for i, u := range f.Users {
 		users[i] = []any{u.UserID, u.Username}
 	}
-	if err := insertRows(tx, "INSERT INTO users (user_id, username)", users,
+	if err := store.InsertRows(tx, "INSERT INTO users (user_id, username)", users,
 		"ON CONFLICT (user_id) DO UPDATE SET username = excluded.username"); err != nil {
 		return sum, err
 	}
@@ -49,11 +52,11 @@ func write(ctx context.Context, tx *gorm.DB, f *File, now time.Time) (Summary, e
 		}
 	}
 	sum.Messages = len(messages)
-	if err := insertRows(tx, "INSERT INTO conversations (conversation_id, title, user_id)", convs,
+	if err := store.InsertRows(tx, "INSERT INTO conversations (conversation_id, title, user_id)", convs,
 		"ON CONFLICT (conversation_id) DO UPDATE SET title = excluded.title, user_id = excluded.user_id"); err != nil {
 		return sum, err
 	}
-	if err := insertRows(tx, "INSERT INTO conversation_participants (conversation_id, user_id)", participants,
+	if err := store.InsertRows(tx, "INSERT INTO conversation_participants (conversation_id, user_id)", participants,
 		"ON CONFLICT (conversation_id, user_id) DO NOTHING"); err != nil {
 		return sum, err
 	}
@@ -64,7 +67,7 @@ func write(ctx context.Context, tx *gorm.DB, f *File, now time.Time) (Summary, e
 			return sum, err
 		}
 	}
-	if err := insertRows(tx, "INSERT INTO conversation_messages (message_id, conversation_id, user_id, message, message_date, position)", messages,
+	if err := store.InsertRows(tx, "INSERT INTO conversation_messages (message_id, conversation_id, user_id, message, message_date, position)", messages,
 		`ON CONFLICT (message_id) DO UPDATE SET user_id = excluded.user_id, message = excluded.message,
 		 message_date = excluded.message_date, position = excluded.position`); err != nil {
 		return sum, err
@@ -80,6 +83,10 @@ func write(ctx context.Context, tx *gorm.DB, f *File, now time.Time) (Summary, e
 			*rs.LastReadDate, rs.ConversationID, rs.UserID).Error; err != nil {
 			return sum, err
 		}
+	}
+	// New conversations and messages of the API get ids above the file's.
+	if err := store.SyncIDs(ctx, tx); err != nil {
+		return sum, err
 	}
 	for _, k := range f.APIKeys {
 		nk := store.NewKey{Hash: auth.Hash(k.Key), Type: k.Type, Scopes: k.Scopes, Active: k.Active == nil || *k.Active}
@@ -97,7 +104,8 @@ func write(ctx context.Context, tx *gorm.DB, f *File, now time.Time) (Summary, e
 }
 
 // renumber gives the messages of the conversations their positions, 1.. in (message_date,
-// message_id) order, and refreshes the conversations' message aggregates.
+// message_id) order, and refreshes the conversations' message aggregates (and their copy on the
+// participant rows).
 func renumber(tx *gorm.DB, convIDs []int64) error {
 	if err := tx.Exec(`
 UPDATE conversation_messages SET position = r.rn
@@ -107,7 +115,7 @@ FROM (SELECT message_id,
 WHERE conversation_messages.message_id = r.message_id`, convIDs).Error; err != nil {
 		return err
 	}
-	return tx.Exec(`
+	if err := tx.Exec(`
 UPDATE conversations SET
   message_count = (SELECT COUNT(*) FROM conversation_messages m
                    WHERE m.conversation_id = conversations.conversation_id),
@@ -121,28 +129,12 @@ UPDATE conversations SET
   last_message_date = COALESCE((SELECT m.message_date FROM conversation_messages m
                    WHERE m.conversation_id = conversations.conversation_id
                    ORDER BY m.position DESC LIMIT 1), 0)
-WHERE conversation_id IN ?`, convIDs).Error
-}
-
-// insertRows runs head VALUES (...), (...) tail over rows, a chunk of rows per statement.
-func insertRows(tx *gorm.DB, head string, rows [][]any, tail string) error {
-	for part := range slices.Chunk(rows, chunk) {
-		var b strings.Builder
-		b.WriteString(head)
-		b.WriteString(" VALUES ")
-		args := make([]any, 0, len(part)*len(part[0]))
-		for i, r := range part {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("(" + strings.TrimSuffix(strings.Repeat("?, ", len(r)), ", ") + ")")
-			args = append(args, r...)
-		}
-		b.WriteString(" ")
-		b.WriteString(tail)
-		if err := tx.Exec(b.String(), args...).Error; err != nil {
-			return err
-		}
+WHERE conversation_id IN ?`, convIDs).Error; err != nil {
+		return err
 	}
-	return nil
+	// The participants' copy of last_message_date orders their lists.
+	return tx.Exec(`
+UPDATE conversation_participants SET last_message_date = (SELECT c.last_message_date FROM conversations c
+                   WHERE c.conversation_id = conversation_participants.conversation_id)
+WHERE conversation_id IN ?`, convIDs).Error
 }

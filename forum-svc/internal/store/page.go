@@ -80,7 +80,7 @@ LEFT JOIN (
     ORDER BY m.position
     LIMIT 100
 ) m ON TRUE
-WHERE p.conversation_id = ? AND p.user_id = ?
+WHERE p.conversation_id = ? AND p.user_id = ? AND p.left_state = 0
 ORDER BY m.position`
 }
 

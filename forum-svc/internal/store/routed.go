@@ -80,18 +80,12 @@ func (r *Routed) Conversation(ctx context.Context, conversationID, userID int64)
 
 // MarkRead implements conversation.Store: on the primary, pinning the user's reads there.
 func (r *Routed) MarkRead(ctx context.Context, conversationID, userID, date int64) error {
-	// Pinned before the write (a read racing it goes to the primary too) and again after it,
-	// so that the window counts from when the write is visible.
-	r.reads.Pin(userID)
-	defer r.reads.Pin(userID)
-	return r.primary.MarkRead(ctx, conversationID, userID, date)
+	return r.write(userID, func(s *Store) error { return s.MarkRead(ctx, conversationID, userID, date) })
 }
 
 // MarkUnread implements conversation.Store, as MarkRead.
 func (r *Routed) MarkUnread(ctx context.Context, conversationID, userID int64) error {
-	r.reads.Pin(userID)
-	defer r.reads.Pin(userID)
-	return r.primary.MarkUnread(ctx, conversationID, userID)
+	return r.write(userID, func(s *Store) error { return s.MarkUnread(ctx, conversationID, userID) })
 }
 
 // LookupKey implements auth.Store. A key the replica does not have is looked up on the
@@ -125,4 +119,100 @@ func (r *Routed) UserExists(ctx context.Context, userID int64) (bool, error) {
 		return r.primary.UserExists(ctx, userID)
 	}
 	return ok, err
+}
+
+// Options implements conversation.WriteStore: on the primary (the writes check against them).
+func (r *Routed) Options(ctx context.Context) (conversation.Options, error) {
+	return r.primary.Options(ctx)
+}
+
+// ListConversations implements conversation.WriteStore.
+func (r *Routed) ListConversations(ctx context.Context, userID int64, f conversation.ListFilter, page int64) (conversation.ListRows, error) {
+	var out conversation.ListRows
+	err := r.read(ctx, userID, func(s *Store) error {
+		var err error
+		out, err = s.ListConversations(ctx, userID, f, page)
+		return err
+	})
+	return out, err
+}
+
+// Me implements conversation.WriteStore.
+func (r *Routed) Me(ctx context.Context, userID int64) (string, int64, error) {
+	var (
+		name   string
+		unread int64
+	)
+	err := r.read(ctx, userID, func(s *Store) error {
+		var err error
+		name, unread, err = s.Me(ctx, userID)
+		return err
+	})
+	return name, unread, err
+}
+
+// write runs a write on the primary, pinning userID's reads there: before the write (a read
+// racing it goes to the primary too) and again after it, so that the window counts from when the
+// write is visible.
+func (r *Routed) write(userID int64, fn func(*Store) error) error {
+	r.reads.Pin(userID)
+	defer r.reads.Pin(userID)
+	return fn(r.primary)
+}
+
+// StartConversation implements conversation.WriteStore.
+func (r *Routed) StartConversation(ctx context.Context, c conversation.NewConversation, retry *conversation.Retry,
+	answer func(conversation.ConversationRow) ([]byte, error)) (a conversation.Answer, err error) {
+	err = r.write(c.StarterID, func(s *Store) error {
+		a, err = s.StartConversation(ctx, c, retry, answer)
+		return err
+	})
+	return a, err
+}
+
+// Reply implements conversation.WriteStore.
+func (r *Routed) Reply(ctx context.Context, n conversation.NewReply, retry *conversation.Retry,
+	answer func(conversation.MessageRow, conversation.ConversationRow) ([]byte, error)) (a conversation.Answer, err error) {
+	err = r.write(n.UserID, func(s *Store) error {
+		a, err = s.Reply(ctx, n, retry, answer)
+		return err
+	})
+	return a, err
+}
+
+// EditMessage implements conversation.WriteStore.
+func (r *Routed) EditMessage(ctx context.Context, messageID, userID int64, text string) (m conversation.MessageRow, c conversation.ConversationRow, err error) {
+	err = r.write(userID, func(s *Store) error {
+		m, c, err = s.EditMessage(ctx, messageID, userID, text)
+		return err
+	})
+	return m, c, err
+}
+
+// UpdateConversation implements conversation.WriteStore.
+func (r *Routed) UpdateConversation(ctx context.Context, conversationID, userID int64, u conversation.ConversationUpdate) (c conversation.ConversationRow, err error) {
+	err = r.write(userID, func(s *Store) error {
+		c, err = s.UpdateConversation(ctx, conversationID, userID, u)
+		return err
+	})
+	return c, err
+}
+
+// Leave implements conversation.WriteStore.
+func (r *Routed) Leave(ctx context.Context, conversationID, userID int64, ignore bool) error {
+	return r.write(userID, func(s *Store) error { return s.Leave(ctx, conversationID, userID, ignore) })
+}
+
+// Invite implements conversation.WriteStore.
+func (r *Routed) Invite(ctx context.Context, conversationID, userID int64, users []int64, maxRecipients int64) error {
+	return r.write(userID, func(s *Store) error { return s.Invite(ctx, conversationID, userID, users, maxRecipients) })
+}
+
+// Star implements conversation.WriteStore.
+func (r *Routed) Star(ctx context.Context, conversationID, userID int64, star *bool) (starred bool, err error) {
+	err = r.write(userID, func(s *Store) error {
+		starred, err = s.Star(ctx, conversationID, userID, star)
+		return err
+	})
+	return starred, err
 }

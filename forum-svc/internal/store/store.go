@@ -1,7 +1,7 @@
 // Package store is forum-svc's persistence on PostgreSQL or SQLite. The request-path reads go
 // straight to database/sql with statements written once and rebound for the dialect, except the
 // message page on PostgreSQL, which is decoded from pgx's raw values (page.go, pgpage.go); the
-// rarer writes (CLI) go through GORM.
+// writes (the conversations API in writes.go, the CLI) go through GORM.
 package store
 
 import (
@@ -22,6 +22,7 @@ import (
 
 // Store implements conversation.Store and auth.Store.
 type Store struct {
+	gdb     *gorm.DB
 	sql     *sql.DB
 	dialect db.Dialect
 	q       queries
@@ -39,24 +40,25 @@ func New(gdb *gorm.DB) (*Store, error) {
 		return nil, err
 	}
 	dialect := db.DialectOf(gdb)
-	return &Store{sql: sqlDB, dialect: dialect, q: newQueries(dialect)}, nil
+	return &Store{gdb: gdb, sql: sqlDB, dialect: dialect, q: newQueries(dialect)}, nil
 }
 
 const conversationColumns = `c.conversation_id, c.title, c.user_id, cu.username, c.start_date,
-       c.message_count, c.first_message_id, c.last_message_id, c.last_message_date, p.last_read_date`
+       c.message_count, c.first_message_id, c.last_message_id, c.last_message_date, p.last_read_date,
+       c.conversation_open, c.open_invite, p.starred`
 
 const conversationSQL = `
 SELECT ` + conversationColumns + `
 FROM conversation_participants p
 JOIN conversations c ON c.conversation_id = p.conversation_id
 JOIN users cu ON cu.user_id = c.user_id
-WHERE p.conversation_id = ? AND p.user_id = ?`
+WHERE p.conversation_id = ? AND p.user_id = ? AND p.left_state = 0`
 
 const messageSQL = `
 SELECT m.message_id, m.conversation_id, m.message, m.message_date, m.user_id, mu.username,
        ` + conversationColumns + `
 FROM conversation_messages m
-JOIN conversation_participants p ON p.conversation_id = m.conversation_id AND p.user_id = ?
+JOIN conversation_participants p ON p.conversation_id = m.conversation_id AND p.user_id = ? AND p.left_state = 0
 JOIN conversations c ON c.conversation_id = m.conversation_id
 JOIN users mu ON mu.user_id = m.user_id
 JOIN users cu ON cu.user_id = c.user_id
@@ -69,15 +71,16 @@ JOIN users u ON u.user_id = p.user_id
 WHERE p.conversation_id = ? AND p.user_id <> ?
 ORDER BY p.user_id`
 
-// Mark-read only moves last_read_date forward: it becomes max(last_read_date, date).
+// Mark-read only moves last_read_date forward: it becomes max(last_read_date, date). A user who
+// left the conversation has none to mark.
 const markReadSQL = `
 UPDATE conversation_participants
 SET last_read_date = CASE WHEN last_read_date < ? THEN ? ELSE last_read_date END
-WHERE conversation_id = ? AND user_id = ?`
+WHERE conversation_id = ? AND user_id = ? AND left_state = 0`
 
 const markUnreadSQL = `
 UPDATE conversation_participants SET last_read_date = 0
-WHERE conversation_id = ? AND user_id = ?`
+WHERE conversation_id = ? AND user_id = ? AND left_state = 0`
 
 const keySQL = `
 SELECT key_type, COALESCE(user_id, 0), scopes, active, COALESCE(expires_at, 0)
@@ -86,7 +89,7 @@ FROM api_keys WHERE key_hash = ?`
 const userExistsSQL = `SELECT 1 FROM users WHERE user_id = ?`
 
 type queries struct {
-	page, conversation, message, recipients, markRead, markUnread, key, userExists string
+	page, conversation, message, recipients, markRead, markUnread, key, userExists, me string
 }
 
 func newQueries(d db.Dialect) queries {
@@ -94,7 +97,7 @@ func newQueries(d db.Dialect) queries {
 	return queries{
 		page: r(pageSQL), conversation: r(conversationSQL), message: r(messageSQL),
 		recipients: r(recipientsSQL), markRead: r(markReadSQL), markUnread: r(markUnreadSQL),
-		key: r(keySQL), userExists: r(userExistsSQL),
+		key: r(keySQL), userExists: r(userExistsSQL), me: r(meSQL),
 	}
 }
 
@@ -127,41 +130,59 @@ func (s *Store) MessagePage(ctx context.Context, conversationID, userID, page in
 
 func scanConversation(dest []any, c *conversation.ConversationRow) []any {
 	return append(dest, &c.ConversationID, &c.Title, &c.UserID, &c.Username, &c.StartDate,
-		&c.MessageCount, &c.FirstMessageID, &c.LastMessageID, &c.LastMessageDate, &c.LastReadDate)
+		&c.MessageCount, &c.FirstMessageID, &c.LastMessageID, &c.LastMessageDate, &c.LastReadDate,
+		&c.Open, &c.OpenInvite, &c.Starred)
+}
+
+// querier is a database or a transaction (a GORM transaction's ConnPool), for reads that also
+// make the answer of a write.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // Conversation implements conversation.Store.
 func (s *Store) Conversation(ctx context.Context, conversationID, userID int64) (conversation.ConversationRow, error) {
+	return s.conversationOn(ctx, s.sql, conversationID, userID)
+}
+
+func (s *Store) conversationOn(ctx context.Context, q querier, conversationID, userID int64) (conversation.ConversationRow, error) {
 	var c conversation.ConversationRow
-	err := s.sql.QueryRowContext(ctx, s.q.conversation, conversationID, userID).Scan(scanConversation(nil, &c)...)
+	err := q.QueryRowContext(ctx, s.q.conversation, conversationID, userID).Scan(scanConversation(nil, &c)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, conversation.ErrConversationNotFound
 	}
 	if err != nil {
 		return c, fmt.Errorf("read conversation: %w", err)
 	}
-	return c, s.recipients(ctx, &c)
+	return c, s.recipients(ctx, q, &c)
 }
 
 // Message implements conversation.Store.
 func (s *Store) Message(ctx context.Context, messageID, userID int64) (conversation.MessageRow, conversation.ConversationRow, error) {
+	return s.messageOn(ctx, s.sql, messageID, userID)
+}
+
+func (s *Store) messageOn(ctx context.Context, q querier, messageID, userID int64) (conversation.MessageRow, conversation.ConversationRow, error) {
 	var (
 		m conversation.MessageRow
 		c conversation.ConversationRow
 	)
 	dest := []any{&m.MessageID, &m.ConversationID, &m.Message, &m.MessageDate, &m.UserID, &m.Username}
-	err := s.sql.QueryRowContext(ctx, s.q.message, userID, messageID).Scan(scanConversation(dest, &c)...)
+	err := q.QueryRowContext(ctx, s.q.message, userID, messageID).Scan(scanConversation(dest, &c)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, c, conversation.ErrMessageNotFound
 	}
 	if err != nil {
 		return m, c, fmt.Errorf("read message: %w", err)
 	}
-	return m, c, s.recipients(ctx, &c)
+	return m, c, s.recipients(ctx, q, &c)
 }
 
-func (s *Store) recipients(ctx context.Context, c *conversation.ConversationRow) error {
-	rows, err := s.sql.QueryContext(ctx, s.q.recipients, c.ConversationID, c.UserID)
+// recipients reads the participants of c other than its starter, those who left included (the
+// others see no change when someone leaves).
+func (s *Store) recipients(ctx context.Context, q querier, c *conversation.ConversationRow) error {
+	rows, err := q.QueryContext(ctx, s.q.recipients, c.ConversationID, c.UserID)
 	if err != nil {
 		return fmt.Errorf("read recipients: %w", err)
 	}
@@ -250,16 +271,11 @@ ON CONFLICT (key_hash) DO UPDATE SET key_type = excluded.key_type, user_id = exc
 		k.Hash, k.Type, nullIfZero(k.UserID), strings.Join(k.Scopes, " "), k.Active, nullIfZero(k.ExpiresAt), now.Unix()).Error
 }
 
-// SetMessagesPerPage changes the page-size option.
-func SetMessagesPerPage(ctx context.Context, tx *gorm.DB, n int64) error {
-	return tx.WithContext(ctx).Exec(`UPDATE forum_options SET messages_per_page = ? WHERE id = 1`, n).Error
-}
-
-func nullIfZero(n int64) any {
-	if n == 0 {
-		return nil
-	}
-	return n
+// Option is a forum option (`options set NAME VALUE`, a seed file's `options`): one typed column
+// of forum_options, whose CHECK holds the same bounds.
+type Option struct {
+	Name, column string
+	Min, Max     int64
 }
 
 // OptionMessagesPerPage is the name of the page-size option (`options set messagesPerPage N`).
@@ -271,10 +287,43 @@ const (
 	MaxMessagesPerPage = 100
 )
 
-// CheckMessagesPerPage refuses a page size out of bounds.
-func CheckMessagesPerPage(n int64) error {
-	if n < MinMessagesPerPage || n > MaxMessagesPerPage {
-		return fmt.Errorf("%s must be between %d and %d, got %d", OptionMessagesPerPage, MinMessagesPerPage, MaxMessagesPerPage, n)
+// ForumOptions lists every forum option.
+var ForumOptions = []Option{
+	{OptionMessagesPerPage, "messages_per_page", MinMessagesPerPage, MaxMessagesPerPage},
+	{"discussionsPerPage", "discussions_per_page", 1, 100},
+	{"maxRecipients", "max_recipients", 1, 1000},
+	// A message of the longest, in 4-byte characters percent-encoded, stays within the body limit.
+	{"messageMaxLength", "message_max_length", 1, 65536},
+}
+
+// LookupOption finds an option by name.
+func LookupOption(name string) (Option, error) {
+	names := make([]string, len(ForumOptions))
+	for i, o := range ForumOptions {
+		if o.Name == name {
+			return o, nil
+		}
+		names[i] = o.Name
+	}
+	return Option{}, fmt.Errorf("unknown option %q (known: %s)", name, strings.Join(names, ", "))
+}
+
+// Check refuses a value out of the option's bounds.
+func (o Option) Check(n int64) error {
+	if n < o.Min || n > o.Max {
+		return fmt.Errorf("%s must be between %d and %d, got %d", o.Name, o.Min, o.Max, n)
 	}
 	return nil
+}
+
+// Set changes the option.
+func (o Option) Set(ctx context.Context, tx *gorm.DB, n int64) error {
+	return tx.WithContext(ctx).Exec(`UPDATE forum_options SET `+o.column+` = ? WHERE id = 1`, n).Error
+}
+
+func nullIfZero(n int64) any {
+	if n == 0 {
+		return nil
+	}
+	return n
 }

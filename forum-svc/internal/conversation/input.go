@@ -1,0 +1,374 @@
+package conversation
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"forumstats.local/forum-svc/internal/decimal"
+)
+
+// The rules of the write operations' inputs (issue 11). Fields are the form fields of a request
+// (name -> the values as sent, in order); every check here is pure, the store checks the rest
+// (users that exist, the size of the whole conversation).
+
+// Fields are a request's form fields.
+type Fields map[string][]string
+
+// Options are the forum options the conversations API reads (forum_options).
+type Options struct {
+	DiscussionsPerPage int64 // page size of the conversation list
+	MaxRecipients      int64 // participants other than the starter, in the whole conversation
+	MessageMaxLength   int64 // in Unicode code points
+}
+
+// MaxTitleLength bounds a title, in code points.
+const MaxTitleLength = 100
+
+// Field names of the forms.
+const (
+	FieldRecipients       = "recipient_ids"
+	FieldTitle            = "title"
+	FieldMessage          = "message"
+	FieldConversationOpen = "conversation_open"
+	FieldOpenInvite       = "open_invite"
+	FieldConversationID   = "conversation_id"
+	FieldIgnore           = "ignore"
+	FieldStar             = "star"
+	FieldStarterID        = "starter_id"
+	FieldReceiverID       = "receiver_id"
+	FieldStarred          = "starred"
+	FieldUnread           = "unread"
+)
+
+// Errors of the write operations that carry no parameters.
+var (
+	// ErrNoPermission: the user may see the object but not do this to it (edit another user's
+	// message, update a conversation one did not start, invite without the right).
+	ErrNoPermission = errors.New("you do not have permission to do this")
+	// ErrConversationClosed: a closed conversation takes no reply and no invite.
+	ErrConversationClosed = errors.New("the conversation is closed")
+	// ErrIdempotencyKeyReused: the key was used for a different request.
+	ErrIdempotencyKeyReused = errors.New("the idempotency key was used for a different request")
+	// ErrRequestInProgress: the first request with this key is still running.
+	ErrRequestInProgress = errors.New("a request with this idempotency key is in progress")
+	// ErrInvalidIdempotencyKey: not 1 to 255 printable ASCII characters.
+	ErrInvalidIdempotencyKey = errors.New("Idempotency-Key must be 1 to 255 printable ASCII characters")
+)
+
+// MissingInputError: required fields absent or blank after trimming.
+type MissingInputError struct{ Fields []string }
+
+func (e *MissingInputError) Error() string {
+	return "required input missing: " + strings.Join(e.Fields, ", ")
+}
+
+// InvalidRecipientsError: recipient ids, as sent, that are not positive integers or name no user.
+type InvalidRecipientsError struct{ Values []string }
+
+func (e *InvalidRecipientsError) Error() string {
+	return "invalid recipients: " + strings.Join(e.Values, ", ")
+}
+
+// UnknownUsersError is the store's answer for user ids that do not exist.
+type UnknownUsersError struct{ IDs []int64 }
+
+func (e *UnknownUsersError) Error() string { return fmt.Sprintf("no such users: %v", e.IDs) }
+
+// TooManyRecipientsError: the conversation would have more recipients than Max.
+type TooManyRecipientsError struct{ Max int64 }
+
+func (e *TooManyRecipientsError) Error() string {
+	return fmt.Sprintf("a conversation has at most %d recipients", e.Max)
+}
+
+// TooLongError: a title or message over Max code points.
+type TooLongError struct {
+	Field string
+	Max   int64
+}
+
+func (e *TooLongError) Error() string {
+	return fmt.Sprintf("%s is longer than %d characters", e.Field, e.Max)
+}
+
+// InvalidInputError: a malformed value of Field (a boolean, a filter, a text that is not UTF-8).
+type InvalidInputError struct{ Field string }
+
+func (e *InvalidInputError) Error() string { return "invalid value of " + e.Field }
+
+// Bool reads an optional boolean field: absent is def; "1", "true" are true, "0", "false" false.
+// Anything else, a repeated field included, is *InvalidInputError.
+func (f Fields) Bool(name string, def bool) (v, present bool, err error) {
+	vs := f[name]
+	switch {
+	case len(vs) == 0:
+		return def, false, nil
+	case len(vs) > 1:
+		return false, true, &InvalidInputError{Field: name}
+	}
+	switch vs[0] {
+	case "1", "true":
+		return true, true, nil
+	case "0", "false":
+		return false, true, nil
+	}
+	return false, true, &InvalidInputError{Field: name}
+}
+
+// ID reads an optional positive integer field (a filter): absent is 0.
+func (f Fields) ID(name string) (int64, error) {
+	vs := f[name]
+	switch {
+	case len(vs) == 0:
+		return 0, nil
+	case len(vs) > 1:
+		return 0, &InvalidInputError{Field: name}
+	}
+	id, ok := decimal.ParseID(vs[0])
+	if !ok {
+		return 0, &InvalidInputError{Field: name}
+	}
+	return id, nil
+}
+
+// Text reads a text field, trimmed. blank tells that it is absent or only white space. A repeated
+// field, a text that is not UTF-8 or one holding NUL (which no database text takes) is
+// *InvalidInputError.
+func (f Fields) Text(name string) (s string, blank bool, err error) {
+	vs := f[name]
+	switch {
+	case len(vs) == 0:
+		return "", true, nil
+	case len(vs) > 1:
+		return "", false, &InvalidInputError{Field: name}
+	}
+	if !utf8.ValidString(vs[0]) || strings.ContainsRune(vs[0], 0) {
+		return "", false, &InvalidInputError{Field: name}
+	}
+	s = strings.TrimSpace(vs[0])
+	return s, s == "", nil
+}
+
+// required collects blank required fields into a MissingInputError.
+type required struct{ missing []string }
+
+func (r *required) text(f Fields, name string) (string, error) {
+	s, blank, err := f.Text(name)
+	if blank {
+		r.missing = append(r.missing, name)
+	}
+	return s, err
+}
+
+func (r *required) err() error {
+	if len(r.missing) == 0 {
+		return nil
+	}
+	return &MissingInputError{Fields: r.missing}
+}
+
+// CheckLength refuses s longer than max code points.
+func CheckLength(field, s string, max int64) error {
+	if int64(len(s)) > max && int64(utf8.RuneCountInString(s)) > max {
+		return &TooLongError{Field: field, Max: max}
+	}
+	return nil
+}
+
+// Recipients are the parsed `recipient_ids[]` of a request.
+type Recipients struct {
+	IDs  []int64          // distinct, in the order sent, without the current user
+	Sent map[int64]string // the value as sent of each id, for InvalidRecipientsError
+}
+
+// ParseRecipients reads the repeated recipient ids field (sent as `recipient_ids[]`, or plain
+// `recipient_ids`). Values that are not positive integers are *InvalidRecipientsError; the current
+// user is dropped, repeats count once; more than max distinct ids is *TooManyRecipientsError (the
+// store checks the whole conversation). None left is reported by an empty IDs.
+func ParseRecipients(values []string, currentUser, max int64) (Recipients, error) {
+	r := Recipients{Sent: map[int64]string{}}
+	var bad []string
+	for _, v := range values {
+		id, ok := decimal.ParseID(v)
+		if !ok {
+			bad = append(bad, v)
+			continue
+		}
+		if id == currentUser {
+			continue
+		}
+		if _, dup := r.Sent[id]; dup {
+			continue
+		}
+		r.Sent[id] = v
+		r.IDs = append(r.IDs, id)
+	}
+	if len(bad) > 0 {
+		return Recipients{}, &InvalidRecipientsError{Values: bad}
+	}
+	if int64(len(r.IDs)) > max {
+		return Recipients{}, &TooManyRecipientsError{Max: max}
+	}
+	return r, nil
+}
+
+// Unknown turns the store's unknown user ids into the values as sent.
+func (r Recipients) Unknown(err error) error {
+	var unknown *UnknownUsersError
+	if !errors.As(err, &unknown) {
+		return err
+	}
+	values := make([]string, 0, len(unknown.IDs))
+	for _, id := range unknown.IDs {
+		values = append(values, r.Sent[id])
+	}
+	slices.Sort(values)
+	return &InvalidRecipientsError{Values: values}
+}
+
+// recipientValues is the recipient field's values: `recipient_ids[]`, or `recipient_ids`.
+func (f Fields) recipientValues() []string {
+	return append(slices.Clone(f[FieldRecipients+"[]"]), f[FieldRecipients]...)
+}
+
+// NewConversation is a conversation to start, checked.
+type NewConversation struct {
+	StarterID  int64
+	Recipients []int64
+	Title      string
+	Message    string
+	Open       bool
+	OpenInvite bool
+	Date       int64
+}
+
+// ParseStart checks the fields of POST /api/conversations/ in the order of the issue's table:
+// required fields, malformed values (recipients, booleans), lengths.
+func ParseStart(f Fields, userID int64, opts Options) (NewConversation, Recipients, error) {
+	var req required
+	values := f.recipientValues()
+	if len(values) == 0 {
+		req.missing = append(req.missing, FieldRecipients)
+	}
+	title, errTitle := req.text(f, FieldTitle)
+	message, errMessage := req.text(f, FieldMessage)
+	open, _, errOpen := f.Bool(FieldConversationOpen, true)
+	invite, _, errInvite := f.Bool(FieldOpenInvite, false)
+	rs, errRecipients := ParseRecipients(values, userID, opts.MaxRecipients)
+	if errRecipients == nil && len(values) > 0 && len(rs.IDs) == 0 { // only the current user
+		req.missing = append([]string{FieldRecipients}, req.missing...)
+	}
+	if err := firstError(req.err(), errTitle, errMessage, errOpen, errInvite, errRecipients); err != nil {
+		return NewConversation{}, Recipients{}, err
+	}
+	if err := firstError(CheckLength(FieldTitle, title, MaxTitleLength), CheckLength(FieldMessage, message, opts.MessageMaxLength)); err != nil {
+		return NewConversation{}, Recipients{}, err
+	}
+	return NewConversation{StarterID: userID, Recipients: rs.IDs, Title: title, Message: message, Open: open, OpenInvite: invite}, rs, nil
+}
+
+// ParseMessage checks a required `message` field (a reply, an edit).
+func ParseMessage(f Fields, opts Options) (string, error) {
+	var req required
+	message, err := req.text(f, FieldMessage)
+	if err != nil {
+		return "", err
+	}
+	if err := req.err(); err != nil {
+		return "", err
+	}
+	return message, CheckLength(FieldMessage, message, opts.MessageMaxLength)
+}
+
+// ParseReply checks the fields of POST /api/conversation-messages/. A conversation_id that is not
+// a positive integer names no conversation of the user's: ErrConversationNotFound.
+func ParseReply(f Fields, opts Options) (conversationID int64, message string, err error) {
+	var req required
+	raw, errID := req.text(f, FieldConversationID)
+	message, errMessage := req.text(f, FieldMessage)
+	if err := req.err(); err != nil {
+		return 0, "", err
+	}
+	if errID != nil {
+		return 0, "", ErrConversationNotFound
+	}
+	if errMessage != nil {
+		return 0, "", errMessage
+	}
+	id, ok := decimal.ParseID(raw)
+	if !ok {
+		return 0, "", ErrConversationNotFound
+	}
+	return id, message, CheckLength(FieldMessage, message, opts.MessageMaxLength)
+}
+
+// ConversationUpdate is what POST /api/conversations/{id}/ changes; nil is unchanged.
+type ConversationUpdate struct {
+	Title      *string
+	Open       *bool
+	OpenInvite *bool
+}
+
+// ParseUpdate checks the fields of a conversation update: any of title, conversation_open,
+// open_invite. A title sent blank is missing.
+func ParseUpdate(f Fields) (ConversationUpdate, error) {
+	var u ConversationUpdate
+	if _, sent := f[FieldTitle]; sent {
+		var req required
+		title, err := req.text(f, FieldTitle)
+		if err != nil {
+			return u, err
+		}
+		if err := req.err(); err != nil {
+			return u, err
+		}
+		if err := CheckLength(FieldTitle, title, MaxTitleLength); err != nil {
+			return u, err
+		}
+		u.Title = &title
+	}
+	return u, firstError(f.optionalBool(FieldConversationOpen, &u.Open), f.optionalBool(FieldOpenInvite, &u.OpenInvite))
+}
+
+// ListFilter narrows the conversation list; zero values do not filter.
+type ListFilter struct {
+	StarterID  int64 // started by this user
+	ReceiverID int64 // with this participant other than the starter
+	Starred    *bool // starred (true) or not (false) by the current user
+	Unread     *bool // unread (true) or read (false) for the current user
+}
+
+// ParseListFilter reads the list's filters from its query.
+func ParseListFilter(f Fields) (ListFilter, error) {
+	var lf ListFilter
+	var err error
+	if lf.StarterID, err = f.ID(FieldStarterID); err != nil {
+		return lf, err
+	}
+	if lf.ReceiverID, err = f.ID(FieldReceiverID); err != nil {
+		return lf, err
+	}
+	return lf, firstError(f.optionalBool(FieldStarred, &lf.Starred), f.optionalBool(FieldUnread, &lf.Unread))
+}
+
+// optionalBool reads a boolean field into *dst, left nil when the field is absent.
+func (f Fields) optionalBool(name string, dst **bool) error {
+	v, present, err := f.Bool(name, false)
+	if present && err == nil {
+		*dst = &v
+	}
+	return err
+}
+
+// firstError is the first non-nil error.
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,235 @@
+package conversation
+
+import (
+	"context"
+)
+
+// The conversations API beyond reading one conversation (issue 11): the list, starting, replying,
+// editing, updating, leaving, inviting, starring, and the current user's summary.
+
+// WriteStore is the persistence of the conversations API. Every method acts for one user; a
+// conversation the user does not participate in, or has left, does not exist for it
+// (ErrConversationNotFound, ErrMessageNotFound). Each write is one transaction.
+type WriteStore interface {
+	Options(ctx context.Context) (Options, error)
+	// ListConversations returns the page of the user's conversations (not left) matching f, newest
+	// activity first, with the page size in force and the number of matching conversations.
+	ListConversations(ctx context.Context, userID int64, f ListFilter, page int64) (ListRows, error)
+	// StartConversation creates c with its first message; recipients that name no user are
+	// *UnknownUsersError. answer renders the result inside the transaction (see Retry).
+	StartConversation(ctx context.Context, c NewConversation, retry *Retry, answer func(ConversationRow) ([]byte, error)) (Answer, error)
+	// Reply appends a message dated date; ErrConversationClosed when the conversation is closed.
+	Reply(ctx context.Context, r NewReply, retry *Retry, answer func(MessageRow, ConversationRow) ([]byte, error)) (Answer, error)
+	// EditMessage replaces a message's text; ErrNoPermission unless the user wrote it.
+	EditMessage(ctx context.Context, messageID, userID int64, text string) (MessageRow, ConversationRow, error)
+	// UpdateConversation changes u's fields; ErrNoPermission unless the user started it.
+	UpdateConversation(ctx context.Context, conversationID, userID int64, u ConversationUpdate) (ConversationRow, error)
+	// Leave takes the conversation out of the user's list (for good with ignore); the last
+	// participant to leave deletes it.
+	Leave(ctx context.Context, conversationID, userID int64, ignore bool) error
+	// Invite adds the users not yet participants (left ones included) with everything unread.
+	// ErrConversationClosed, ErrNoPermission, *UnknownUsersError, *TooManyRecipientsError.
+	Invite(ctx context.Context, conversationID, userID int64, users []int64, maxRecipients int64) error
+	// Star sets the user's star (nil: toggles it) and returns it.
+	Star(ctx context.Context, conversationID, userID int64, star *bool) (bool, error)
+	// Me returns the user's name and the number of their conversations (not left) that are unread.
+	Me(ctx context.Context, userID int64) (username string, unread int64, err error)
+}
+
+// ListRows is a page of the conversation list as stored.
+type ListRows struct {
+	Total         int64
+	PerPage       int64
+	Conversations []ConversationRow
+}
+
+// NewReply is a reply to append.
+type NewReply struct {
+	ConversationID int64
+	UserID         int64
+	Message        string
+	Date           int64
+}
+
+// Retry is an Idempotency-Key claim on a write. The store runs the write only when no answer is
+// recorded for (Owner, UserID, Key) within the last 24 hours, and records the answer in the
+// write's own transaction, so that no interleaving of retries and no crash writes twice.
+type Retry struct {
+	Owner       string // the API key (its hash)
+	UserID      int64
+	Key         string
+	Fingerprint string // of the request: method, path and fields
+	Date        int64  // now, Unix seconds (set by the Service)
+}
+
+func (r *Retry) stamp(now int64) {
+	if r != nil {
+		r.Date = now
+	}
+}
+
+// RetryWindow is how long an answer is replayed, in seconds.
+const RetryWindow = 24 * 60 * 60
+
+// Answer is a write's answer: fresh, or the recorded first answer to the same request.
+type Answer struct {
+	Status   int
+	Body     []byte
+	Replayed bool
+}
+
+// ConversationList is the answer of GET /api/conversations/.
+type ConversationList struct {
+	Conversations []Conversation `json:"conversations"`
+	Pagination    Pagination     `json:"pagination"`
+}
+
+// Me is the answer of GET /api/me/.
+type Me struct {
+	UserID              int64  `json:"user_id"`
+	Username            string `json:"username"`
+	ConversationsUnread int64  `json:"conversations_unread"`
+}
+
+// List returns a page of userID's conversations; query holds `page` and the filters.
+func (s *Service) List(ctx context.Context, userID int64, query Fields) (ConversationList, error) {
+	page, err := ParsePage(query["page"])
+	if err != nil {
+		return ConversationList{}, err
+	}
+	f, err := ParseListFilter(query)
+	if err != nil {
+		return ConversationList{}, err
+	}
+	rows, err := s.store.ListConversations(ctx, userID, f, QueryPage(page))
+	if err != nil {
+		return ConversationList{}, err
+	}
+	last := LastPage(rows.Total, rows.PerPage)
+	if page > last {
+		return ConversationList{}, &InvalidPageError{Max: last}
+	}
+	out := make([]Conversation, len(rows.Conversations))
+	for i, c := range rows.Conversations {
+		out[i] = toConversation(c)
+	}
+	return ConversationList{Conversations: out, Pagination: Pagination{
+		CurrentPage: page, LastPage: last, PerPage: rows.PerPage, Shown: int64(len(out)), Total: rows.Total,
+	}}, nil
+}
+
+// Start starts a conversation from f; render turns it into the answer's body.
+func (s *Service) Start(ctx context.Context, userID int64, f Fields, retry *Retry, render func(Conversation) ([]byte, error)) (Answer, error) {
+	opts, err := s.store.Options(ctx)
+	if err != nil {
+		return Answer{}, err
+	}
+	c, rs, err := ParseStart(f, userID, opts)
+	if err != nil {
+		return Answer{}, err
+	}
+	c.Date = s.now().Unix()
+	retry.stamp(c.Date)
+	a, err := s.store.StartConversation(ctx, c, retry, func(row ConversationRow) ([]byte, error) {
+		return render(toConversation(row))
+	})
+	return a, rs.Unknown(err)
+}
+
+// Reply appends a message from f (conversation_id, message); render turns it into the body.
+func (s *Service) Reply(ctx context.Context, userID int64, f Fields, retry *Retry, render func(Message) ([]byte, error)) (Answer, error) {
+	opts, err := s.store.Options(ctx)
+	if err != nil {
+		return Answer{}, err
+	}
+	id, text, err := ParseReply(f, opts)
+	if err != nil {
+		return Answer{}, err
+	}
+	r := NewReply{ConversationID: id, UserID: userID, Message: text, Date: s.now().Unix()}
+	retry.stamp(r.Date)
+	return s.store.Reply(ctx, r, retry, func(m MessageRow, c ConversationRow) ([]byte, error) {
+		return render(withConversation(m, c))
+	})
+}
+
+// Edit replaces the text of the user's own message.
+func (s *Service) Edit(ctx context.Context, userID, messageID int64, f Fields) (Message, error) {
+	opts, err := s.store.Options(ctx)
+	if err != nil {
+		return Message{}, err
+	}
+	text, err := ParseMessage(f, opts)
+	if err != nil {
+		return Message{}, err
+	}
+	m, c, err := s.store.EditMessage(ctx, messageID, userID, text)
+	if err != nil {
+		return Message{}, err
+	}
+	return withConversation(m, c), nil
+}
+
+// Update changes the title or settings of a conversation the user started.
+func (s *Service) Update(ctx context.Context, userID, conversationID int64, f Fields) (Conversation, error) {
+	u, err := ParseUpdate(f)
+	if err != nil {
+		return Conversation{}, err
+	}
+	c, err := s.store.UpdateConversation(ctx, conversationID, userID, u)
+	if err != nil {
+		return Conversation{}, err
+	}
+	return toConversation(c), nil
+}
+
+// Leave leaves the conversation (`ignore`: for good).
+func (s *Service) Leave(ctx context.Context, userID, conversationID int64, f Fields) error {
+	ignore, _, err := f.Bool(FieldIgnore, false)
+	if err != nil {
+		return err
+	}
+	return s.store.Leave(ctx, conversationID, userID, ignore)
+}
+
+// Invite adds the users of `recipient_ids[]` to the conversation.
+func (s *Service) Invite(ctx context.Context, userID, conversationID int64, f Fields) error {
+	opts, err := s.store.Options(ctx)
+	if err != nil {
+		return err
+	}
+	values := f.recipientValues()
+	if len(values) == 0 {
+		return &MissingInputError{Fields: []string{FieldRecipients}}
+	}
+	rs, err := ParseRecipients(values, userID, opts.MaxRecipients)
+	if err != nil {
+		return err
+	}
+	if len(rs.IDs) == 0 {
+		return &MissingInputError{Fields: []string{FieldRecipients}}
+	}
+	return rs.Unknown(s.store.Invite(ctx, conversationID, userID, rs.IDs, opts.MaxRecipients))
+}
+
+// Star sets or (without `star`) toggles the user's star.
+func (s *Service) Star(ctx context.Context, userID, conversationID int64, f Fields) (bool, error) {
+	var star *bool
+	if err := f.optionalBool(FieldStar, &star); err != nil {
+		return false, err
+	}
+	return s.store.Star(ctx, conversationID, userID, star)
+}
+
+// Me returns the current user's summary.
+func (s *Service) Me(ctx context.Context, userID int64) (Me, error) {
+	name, unread, err := s.store.Me(ctx, userID)
+	return Me{UserID: userID, Username: name, ConversationsUnread: unread}, err
+}
+
+func withConversation(m MessageRow, c ConversationRow) Message {
+	msg := toMessage(m, c.LastReadDate)
+	conv := toConversation(c)
+	msg.Conversation = &conv
+	return msg
+}

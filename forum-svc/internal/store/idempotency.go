@@ -1,0 +1,107 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"hash/fnv"
+	"net/http"
+
+	"gorm.io/gorm"
+
+	"forumstats.local/forum-svc/internal/conversation"
+	"forumstats.local/shared/db"
+)
+
+// idempotent runs write in a transaction. With a retry claim, the claim, the write and the
+// recorded answer commit together or not at all: a crash before the commit leaves no claim (the
+// retry writes), a commit leaves both (the retry replays). Only successes are recorded; a refused
+// write rolls back with its claim, and its retry is judged afresh.
+func (s *Store) idempotent(ctx context.Context, retry *conversation.Retry, write func(tx *gorm.DB) ([]byte, error)) (conversation.Answer, error) {
+	var a conversation.Answer
+	err := s.tx(ctx, func(tx *gorm.DB) error {
+		if retry != nil {
+			recorded, err := s.claim(tx, retry)
+			if err != nil || recorded != nil {
+				if recorded != nil {
+					a = *recorded
+				}
+				return err
+			}
+		}
+		body, err := write(tx)
+		if err != nil {
+			return err
+		}
+		a = conversation.Answer{Status: http.StatusOK, Body: body}
+		if retry == nil {
+			return nil
+		}
+		return tx.Exec(`UPDATE idempotency_keys SET status = ?, body = ?
+WHERE api_key_hash = ? AND user_id = ? AND idempotency_key = ?`,
+			a.Status, string(body), retry.Owner, retry.UserID, retry.Key).Error
+	})
+	return a, err
+}
+
+// claim takes the retry key in tx, or returns the answer recorded for it.
+//
+// On PostgreSQL a transaction-scoped advisory lock on the key comes first: while a first request
+// holds it, a second answers ErrRequestInProgress at once (rather than waiting on the first's
+// uncommitted row); once the lock is free, any earlier claim has committed and is seen. A hash
+// collision between two keys only makes one of them wait its turn as "in progress". SQLite runs
+// one writing transaction at a time (BEGIN IMMEDIATE), so the second request starts after the
+// first committed and replays it.
+func (s *Store) claim(tx *gorm.DB, r *conversation.Retry) (*conversation.Answer, error) {
+	if s.dialect.Name == db.Postgres.Name {
+		var locked bool
+		if err := tx.Raw(`SELECT pg_try_advisory_xact_lock(?)`, retryLockID(r)).Row().Scan(&locked); err != nil {
+			return nil, err
+		}
+		if !locked {
+			return nil, conversation.ErrRequestInProgress
+		}
+	}
+	// Answers older than the window no longer count; the user's expired ones go with them.
+	if err := tx.Exec(`DELETE FROM idempotency_keys WHERE api_key_hash = ? AND user_id = ? AND created_at <= ?`,
+		r.Owner, r.UserID, r.Date-conversation.RetryWindow).Error; err != nil {
+		return nil, err
+	}
+	res := tx.Exec(`INSERT INTO idempotency_keys (api_key_hash, user_id, idempotency_key, fingerprint, created_at, status, body)
+VALUES (?, ?, ?, ?, ?, 0, '') ON CONFLICT (api_key_hash, user_id, idempotency_key) DO NOTHING`,
+		r.Owner, r.UserID, r.Key, r.Fingerprint, r.Date)
+	if res.Error != nil {
+		return nil, res.Error
+	}
+	if res.RowsAffected == 1 {
+		return nil, nil // claimed: the write runs
+	}
+	var (
+		fingerprint string
+		a           conversation.Answer
+		body        string
+	)
+	err := tx.Raw(`SELECT fingerprint, status, body FROM idempotency_keys
+WHERE api_key_hash = ? AND user_id = ? AND idempotency_key = ?`, r.Owner, r.UserID, r.Key).Row().Scan(&fingerprint, &a.Status, &body)
+	switch {
+	case errors.Is(err, sql.ErrNoRows): // deleted since the insert; cannot happen under the lock
+		return nil, conversation.ErrRequestInProgress
+	case err != nil:
+		return nil, err
+	case a.Status == 0: // claimed, no answer yet: a claim the lock does not cover (a collision)
+		return nil, conversation.ErrRequestInProgress
+	case fingerprint != r.Fingerprint:
+		return nil, conversation.ErrIdempotencyKeyReused
+	}
+	a.Body, a.Replayed = []byte(body), true
+	return &a, nil
+}
+
+// retryLockID is the advisory lock key of a retry key.
+func retryLockID(r *conversation.Retry) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(r.Owner))
+	h.Write([]byte{0})
+	h.Write([]byte(r.Key))
+	return int64(h.Sum64()) ^ r.UserID
+}

@@ -1,0 +1,92 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"forumstats.local/forum-svc/internal/conversation"
+)
+
+// The conversation list. A user's conversations are read from conversation_participants_inbox
+// (user_id, last_message_date DESC, conversation_id DESC, starred, last_read_date) WHERE left_state
+// = 0: the page is an index range in the list's order, skipped to by OFFSET over the index alone
+// (no conversation row is read for the pages before), and only its rows are joined to their
+// conversations. The count reads the same index.
+
+// listWhere is the WHERE clause of the user's conversations matching f, and its arguments. The
+// join to conversations (alias c) is needed only by the starter and receiver filters.
+func listWhere(userID int64, f conversation.ListFilter) (from, where string, args []any) {
+	from = "conversation_participants p"
+	conds := []string{"p.user_id = ?", "p.left_state = 0"}
+	args = []any{userID}
+	if f.StarterID != 0 || f.ReceiverID != 0 {
+		from += " JOIN conversations c ON c.conversation_id = p.conversation_id"
+	}
+	if f.StarterID != 0 {
+		conds = append(conds, "c.user_id = ?")
+		args = append(args, f.StarterID)
+	}
+	if f.ReceiverID != 0 {
+		conds = append(conds, `EXISTS (SELECT 1 FROM conversation_participants r
+  WHERE r.conversation_id = p.conversation_id AND r.user_id = ? AND r.user_id <> c.user_id)`)
+		args = append(args, f.ReceiverID)
+	}
+	if f.Starred != nil {
+		conds = append(conds, "p.starred = ?")
+		args = append(args, *f.Starred)
+	}
+	if f.Unread != nil {
+		if *f.Unread {
+			conds = append(conds, "p.last_message_date > p.last_read_date")
+		} else {
+			conds = append(conds, "p.last_message_date <= p.last_read_date")
+		}
+	}
+	return from, strings.Join(conds, " AND "), args
+}
+
+// ListConversations implements conversation.WriteStore.
+func (s *Store) ListConversations(ctx context.Context, userID int64, f conversation.ListFilter, page int64) (conversation.ListRows, error) {
+	var out conversation.ListRows
+	from, where, args := listWhere(userID, f)
+	err := s.sql.QueryRowContext(ctx, rebind(`SELECT COUNT(*), (SELECT discussions_per_page FROM forum_options)
+FROM `+from+` WHERE `+where, s.dialect), args...).Scan(&out.Total, &out.PerPage)
+	if err != nil {
+		return out, fmt.Errorf("count conversations: %w", err)
+	}
+	offset := (page - 1) * out.PerPage
+	out.Conversations = []conversation.ConversationRow{}
+	if offset >= out.Total {
+		return out, nil // an empty list, or a page past the last (the service says which)
+	}
+	q := rebind(`
+SELECT `+conversationColumns+`
+FROM (SELECT p.conversation_id, p.last_message_date FROM `+from+` WHERE `+where+`
+      ORDER BY p.last_message_date DESC, p.conversation_id DESC LIMIT ? OFFSET ?) page
+JOIN conversation_participants p ON p.conversation_id = page.conversation_id AND p.user_id = ?
+JOIN conversations c ON c.conversation_id = p.conversation_id
+JOIN users cu ON cu.user_id = c.user_id
+ORDER BY page.last_message_date DESC, page.conversation_id DESC`, s.dialect)
+	rows, err := s.sql.QueryContext(ctx, q, append(args, out.PerPage, offset, userID)...)
+	if err != nil {
+		return out, fmt.Errorf("list conversations: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c conversation.ConversationRow
+		if err := rows.Scan(scanConversation(nil, &c)...); err != nil {
+			return out, fmt.Errorf("list conversations: %w", err)
+		}
+		out.Conversations = append(out.Conversations, c)
+	}
+	if err := rows.Err(); err != nil {
+		return out, fmt.Errorf("list conversations: %w", err)
+	}
+	for i := range out.Conversations {
+		if err := s.recipients(ctx, s.sql, &out.Conversations[i]); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,370 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"gorm.io/gorm"
+
+	"forumstats.local/forum-svc/internal/conversation"
+	"forumstats.local/shared/db"
+)
+
+// The conversations API's writes (issue 11), each one GORM transaction. A write that depends on a
+// conversation's state first locks its row (lockSQL: SELECT ... FOR UPDATE on PostgreSQL; SQLite
+// runs one writer at a time), so that concurrent replies get positions 1..N without gaps and
+// nobody replies into a conversation being closed.
+
+// Participant states (conversation_participants.left_state).
+const (
+	stateIn      = 0
+	stateLeft    = 1 // a reply by another participant brings the user back
+	stateIgnored = 2 // gone for good
+)
+
+var _ conversation.WriteStore = (*Store)(nil)
+
+// lockSQL reads and locks the conversation for a participant who has not left it.
+const lockSQL = `
+SELECT c.user_id, c.conversation_open, c.open_invite, c.last_message_date
+FROM conversations c
+JOIN conversation_participants p ON p.conversation_id = c.conversation_id
+WHERE c.conversation_id = ? AND p.user_id = ? AND p.left_state = 0`
+
+type lockedConversation struct {
+	starterID       int64
+	open, invite    bool
+	lastMessageDate int64
+}
+
+// lock locks the conversation for userID, or answers ErrConversationNotFound.
+func (s *Store) lock(tx *gorm.DB, conversationID, userID int64) (lockedConversation, error) {
+	q := lockSQL
+	if s.dialect.Name == db.Postgres.Name {
+		q += " FOR UPDATE OF c"
+	}
+	var l lockedConversation
+	err := tx.Raw(q, conversationID, userID).Row().Scan(&l.starterID, &l.open, &l.invite, &l.lastMessageDate)
+	if errors.Is(err, sql.ErrNoRows) {
+		return l, conversation.ErrConversationNotFound
+	}
+	return l, err
+}
+
+// tx runs fn in a transaction.
+func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	return s.gdb.WithContext(ctx).Transaction(fn)
+}
+
+// conn is the transaction's connection, for the reads of store.go (their statements are rebound
+// for the dialect already).
+func conn(tx *gorm.DB) querier { return tx.Statement.ConnPool }
+
+// Options implements conversation.WriteStore.
+func (s *Store) Options(ctx context.Context) (conversation.Options, error) {
+	var o conversation.Options
+	err := s.sql.QueryRowContext(ctx, `SELECT discussions_per_page, max_recipients, message_max_length FROM forum_options`).
+		Scan(&o.DiscussionsPerPage, &o.MaxRecipients, &o.MessageMaxLength)
+	if err != nil {
+		return o, fmt.Errorf("read options: %w", err)
+	}
+	return o, nil
+}
+
+// checkUsers answers *conversation.UnknownUsersError for ids that name no user.
+func checkUsers(tx *gorm.DB, ids []int64) error {
+	var found []int64
+	if err := tx.Raw(`SELECT user_id FROM users WHERE user_id IN ?`, ids).Scan(&found).Error; err != nil {
+		return err
+	}
+	var unknown []int64
+	for _, id := range ids {
+		if !slices.Contains(found, id) {
+			unknown = append(unknown, id)
+		}
+	}
+	if len(unknown) > 0 {
+		return &conversation.UnknownUsersError{IDs: unknown}
+	}
+	return nil
+}
+
+// addParticipants adds users to the conversation with their read date and its last_message_date.
+func addParticipants(tx *gorm.DB, conversationID int64, users []int64, lastRead, lastMessageDate int64) error {
+	rows := make([][]any, len(users))
+	for i, u := range users {
+		rows[i] = []any{conversationID, u, lastRead, lastMessageDate}
+	}
+	return InsertRows(tx, "INSERT INTO conversation_participants (conversation_id, user_id, last_read_date, last_message_date)", rows, "")
+}
+
+// InsertRows runs head VALUES (...), (...) tail over rows, 500 rows per statement.
+func InsertRows(tx *gorm.DB, head string, rows [][]any, tail string) error {
+	for part := range slices.Chunk(rows, 500) {
+		var b strings.Builder
+		b.WriteString(head)
+		b.WriteString(" VALUES ")
+		args := make([]any, 0, len(part)*len(part[0]))
+		for i, r := range part {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(" + strings.TrimSuffix(strings.Repeat("?, ", len(r)), ", ") + ")")
+			args = append(args, r...)
+		}
+		b.WriteString(" ")
+		b.WriteString(tail)
+		if err := tx.Exec(b.String(), args...).Error; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StartConversation implements conversation.WriteStore.
+func (s *Store) StartConversation(ctx context.Context, c conversation.NewConversation, retry *conversation.Retry,
+	answer func(conversation.ConversationRow) ([]byte, error)) (conversation.Answer, error) {
+	return s.idempotent(ctx, retry, func(tx *gorm.DB) ([]byte, error) {
+		if err := checkUsers(tx, c.Recipients); err != nil {
+			return nil, err
+		}
+		var id, messageID int64
+		err := tx.Raw(`INSERT INTO conversations (title, user_id, start_date, message_count, last_message_date, conversation_open, open_invite)
+VALUES (?, ?, ?, 1, ?, ?, ?) RETURNING conversation_id`, c.Title, c.StarterID, c.Date, c.Date, c.Open, c.OpenInvite).Row().Scan(&id)
+		if err != nil {
+			return nil, fmt.Errorf("insert conversation: %w", err)
+		}
+		err = tx.Raw(`INSERT INTO conversation_messages (conversation_id, user_id, message, message_date, position)
+VALUES (?, ?, ?, ?, 1) RETURNING message_id`, id, c.StarterID, c.Message, c.Date).Row().Scan(&messageID)
+		if err != nil {
+			return nil, fmt.Errorf("insert message: %w", err)
+		}
+		if err := tx.Exec(`UPDATE conversations SET first_message_id = ?, last_message_id = ? WHERE conversation_id = ?`,
+			messageID, messageID, id).Error; err != nil {
+			return nil, err
+		}
+		// The starter has read it; every recipient has it unread.
+		if err := addParticipants(tx, id, []int64{c.StarterID}, c.Date, c.Date); err != nil {
+			return nil, err
+		}
+		if err := addParticipants(tx, id, c.Recipients, 0, c.Date); err != nil {
+			return nil, err
+		}
+		row, err := s.conversationOn(ctx, conn(tx), id, c.StarterID)
+		if err != nil {
+			return nil, err
+		}
+		return answer(row)
+	})
+}
+
+// Reply implements conversation.WriteStore. The conversation's row is locked first, so the new
+// position is its message_count + 1 whatever the concurrency.
+func (s *Store) Reply(ctx context.Context, r conversation.NewReply, retry *conversation.Retry,
+	answer func(conversation.MessageRow, conversation.ConversationRow) ([]byte, error)) (conversation.Answer, error) {
+	return s.idempotent(ctx, retry, func(tx *gorm.DB) ([]byte, error) {
+		l, err := s.lock(tx, r.ConversationID, r.UserID)
+		if err != nil {
+			return nil, err
+		}
+		if !l.open {
+			return nil, conversation.ErrConversationClosed
+		}
+		var messageID int64
+		err = tx.Raw(`INSERT INTO conversation_messages (conversation_id, user_id, message, message_date, position)
+VALUES (?, ?, ?, ?, (SELECT message_count + 1 FROM conversations WHERE conversation_id = ?)) RETURNING message_id`,
+			r.ConversationID, r.UserID, r.Message, r.Date, r.ConversationID).Row().Scan(&messageID)
+		if err != nil {
+			return nil, fmt.Errorf("insert message: %w", err)
+		}
+		if err := tx.Exec(`UPDATE conversations SET message_count = message_count + 1, last_message_id = ?, last_message_date = ?
+WHERE conversation_id = ?`, messageID, r.Date, r.ConversationID).Error; err != nil {
+			return nil, err
+		}
+		// The author has read up to the reply; for everyone else it is unread (a read date in the
+		// same second goes back one), and it brings back those who left without ignoring it.
+		if err := tx.Exec(`UPDATE conversation_participants SET last_message_date = ?,
+  left_state = CASE WHEN left_state = ? THEN ? ELSE left_state END,
+  last_read_date = CASE
+    WHEN user_id = ? THEN CASE WHEN last_read_date < ? THEN ? ELSE last_read_date END
+    WHEN last_read_date >= ? THEN CAST(? AS BIGINT) - 1
+    ELSE last_read_date END
+WHERE conversation_id = ?`, r.Date, stateLeft, stateIn, r.UserID, r.Date, r.Date, r.Date, r.Date, r.ConversationID).Error; err != nil {
+			return nil, err
+		}
+		m, c, err := s.messageOn(ctx, conn(tx), messageID, r.UserID)
+		if err != nil {
+			return nil, err
+		}
+		return answer(m, c)
+	})
+}
+
+// EditMessage implements conversation.WriteStore.
+func (s *Store) EditMessage(ctx context.Context, messageID, userID int64, text string) (m conversation.MessageRow, c conversation.ConversationRow, err error) {
+	err = s.tx(ctx, func(tx *gorm.DB) error {
+		var author int64
+		err := tx.Raw(`SELECT m.user_id FROM conversation_messages m
+JOIN conversation_participants p ON p.conversation_id = m.conversation_id AND p.user_id = ? AND p.left_state = 0
+WHERE m.message_id = ?`, userID, messageID).Row().Scan(&author)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return conversation.ErrMessageNotFound
+		case err != nil:
+			return err
+		case author != userID:
+			return conversation.ErrNoPermission
+		}
+		if err := tx.Exec(`UPDATE conversation_messages SET message = ? WHERE message_id = ?`, text, messageID).Error; err != nil {
+			return err
+		}
+		m, c, err = s.messageOn(ctx, conn(tx), messageID, userID)
+		return err
+	})
+	return m, c, err
+}
+
+// UpdateConversation implements conversation.WriteStore.
+func (s *Store) UpdateConversation(ctx context.Context, conversationID, userID int64, u conversation.ConversationUpdate) (c conversation.ConversationRow, err error) {
+	err = s.tx(ctx, func(tx *gorm.DB) error {
+		l, err := s.lock(tx, conversationID, userID)
+		if err != nil {
+			return err
+		}
+		if l.starterID != userID {
+			return conversation.ErrNoPermission
+		}
+		set := map[string]any{}
+		if u.Title != nil {
+			set["title"] = *u.Title
+		}
+		if u.Open != nil {
+			set["conversation_open"] = *u.Open
+		}
+		if u.OpenInvite != nil {
+			set["open_invite"] = *u.OpenInvite
+		}
+		if len(set) > 0 {
+			if err := tx.Table("conversations").Where("conversation_id = ?", conversationID).Updates(set).Error; err != nil {
+				return err
+			}
+		}
+		c, err = s.conversationOn(ctx, conn(tx), conversationID, userID)
+		return err
+	})
+	return c, err
+}
+
+// Leave implements conversation.WriteStore.
+func (s *Store) Leave(ctx context.Context, conversationID, userID int64, ignore bool) error {
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		if _, err := s.lock(tx, conversationID, userID); err != nil {
+			return err
+		}
+		state := stateLeft
+		if ignore {
+			state = stateIgnored
+		}
+		if err := tx.Exec(`UPDATE conversation_participants SET left_state = ? WHERE conversation_id = ? AND user_id = ?`,
+			state, conversationID, userID).Error; err != nil {
+			return err
+		}
+		var remaining int64
+		if err := tx.Raw(`SELECT COUNT(*) FROM conversation_participants WHERE conversation_id = ? AND left_state = 0`,
+			conversationID).Row().Scan(&remaining); err != nil {
+			return err
+		}
+		if remaining > 0 {
+			return nil
+		}
+		// The last participant left: the conversation goes, with its messages and participants.
+		return tx.Exec(`DELETE FROM conversations WHERE conversation_id = ?`, conversationID).Error
+	})
+}
+
+// Invite implements conversation.WriteStore.
+func (s *Store) Invite(ctx context.Context, conversationID, userID int64, users []int64, maxRecipients int64) error {
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		l, err := s.lock(tx, conversationID, userID)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !l.open:
+			return conversation.ErrConversationClosed
+		case l.starterID != userID && !l.invite:
+			return conversation.ErrNoPermission
+		}
+		if err := checkUsers(tx, users); err != nil {
+			return err
+		}
+		var members []int64
+		if err := tx.Raw(`SELECT user_id FROM conversation_participants WHERE conversation_id = ?`, conversationID).
+			Scan(&members).Error; err != nil {
+			return err
+		}
+		// Participants, those who left included, stay as they are.
+		added := slices.DeleteFunc(slices.Clone(users), func(u int64) bool { return slices.Contains(members, u) })
+		recipients := int64(len(members)) - 1 // every participant but the starter
+		if recipients+int64(len(added)) > maxRecipients {
+			return &conversation.TooManyRecipientsError{Max: maxRecipients}
+		}
+		if len(added) == 0 {
+			return nil
+		}
+		return addParticipants(tx, conversationID, added, 0, l.lastMessageDate)
+	})
+}
+
+// Star implements conversation.WriteStore.
+func (s *Store) Star(ctx context.Context, conversationID, userID int64, star *bool) (bool, error) {
+	set, args := "starred = NOT starred", []any{}
+	if star != nil {
+		set, args = "starred = ?", []any{*star}
+	}
+	args = append(args, conversationID, userID)
+	var starred bool
+	err := s.gdb.WithContext(ctx).Raw(`UPDATE conversation_participants SET `+set+`
+WHERE conversation_id = ? AND user_id = ? AND left_state = 0 RETURNING starred`, args...).Row().Scan(&starred)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, conversation.ErrConversationNotFound
+	}
+	return starred, err
+}
+
+// Me implements conversation.WriteStore.
+func (s *Store) Me(ctx context.Context, userID int64) (name string, unread int64, err error) {
+	err = s.sql.QueryRowContext(ctx, s.q.me, userID, userID).Scan(&name, &unread)
+	if err != nil {
+		return "", 0, fmt.Errorf("read user: %w", err)
+	}
+	return name, unread, nil
+}
+
+// meSQL counts the unread conversations on conversation_participants_inbox.
+const meSQL = `
+SELECT u.username, (SELECT COUNT(*) FROM conversation_participants p
+                    WHERE p.user_id = ? AND p.left_state = 0 AND p.last_message_date > p.last_read_date)
+FROM users u WHERE u.user_id = ?`
+
+// SyncIDs moves PostgreSQL's id sequences past the ids stored, after rows were written with
+// explicit ids (a seed file, a benchmark's setup), so that the service's new conversations and
+// messages get ids above every existing one. SQLite needs nothing: its INTEGER PRIMARY KEY
+// assigns one above the largest.
+func SyncIDs(ctx context.Context, tx *gorm.DB) error {
+	if db.DialectOf(tx).Name != db.Postgres.Name {
+		return nil
+	}
+	for _, t := range [][2]string{{"conversations", "conversation_id"}, {"conversation_messages", "message_id"}} {
+		err := tx.WithContext(ctx).Exec(`SELECT setval(pg_get_serial_sequence(?, ?),
+  (SELECT COALESCE(MAX(`+t[1]+`), 0) FROM `+t[0]+`) + 1, false)`, t[0], t[1]).Error
+		if err != nil {
+			return fmt.Errorf("sync %s ids: %w", t[0], err)
+		}
+	}
+	return nil
+}
