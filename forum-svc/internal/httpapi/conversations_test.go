@@ -202,6 +202,16 @@ func TestListPaginationAndFilters(t *testing.T) {
 		if got := list("", key(keyAlice)); !slices.Equal(got, []int64{12, 11}) {
 			t.Fatalf("page 1: %v", got)
 		}
+		// Every conversation of the list is the one GET answers, recipients included.
+		for page := 1; page <= 2; page++ {
+			for _, c := range e.get(fmt.Sprintf("/api/conversations?page=%d", page), key(keyAlice)).json(t)["conversations"].([]any) {
+				id := num(t, c.(map[string]any), "conversation_id")
+				one := e.get(fmt.Sprintf("/api/conversations/%d", id), key(keyAlice)).json(t)["conversation"]
+				if fmt.Sprint(one) != fmt.Sprint(c) {
+					t.Fatalf("conversation %d in the list:\n%v\nalone:\n%v", id, c, one)
+				}
+			}
+		}
 		r := e.get("/api/conversations?page=2", key(keyAlice))
 		if got := listIDs(t, r); !slices.Equal(got, []int64{10}) {
 			t.Fatalf("page 2: %v", got)

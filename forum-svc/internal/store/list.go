@@ -12,7 +12,7 @@ import (
 // (user_id, last_message_date DESC, conversation_id DESC, starred, last_read_date) WHERE left_state
 // = 0: the page is an index range in the list's order, skipped to by OFFSET over the index alone
 // (no conversation row is read for the pages before), and only its rows are joined to their
-// conversations. The count reads the same index.
+// conversations (their recipients in one more statement). The count reads the same index.
 
 // listWhere is the WHERE clause of the user's conversations matching f, and its arguments. The
 // join to conversations (alias c) is needed only by the starter and receiver filters.
@@ -83,10 +83,46 @@ ORDER BY page.last_message_date DESC, page.conversation_id DESC`, s.dialect)
 	if err := rows.Err(); err != nil {
 		return out, fmt.Errorf("list conversations: %w", err)
 	}
-	for i := range out.Conversations {
-		if err := s.recipients(ctx, s.sql, &out.Conversations[i]); err != nil {
-			return out, err
-		}
+	return out, s.pageRecipients(ctx, out.Conversations)
+}
+
+// pageRecipients reads the recipients of a page of conversations in one statement (as recipients
+// does for one).
+func (s *Store) pageRecipients(ctx context.Context, convs []conversation.ConversationRow) error {
+	if len(convs) == 0 {
+		return nil
 	}
-	return out, nil
+	at := make(map[int64]int, len(convs))
+	args := make([]any, len(convs))
+	for i := range convs {
+		convs[i].Recipients = []conversation.Recipient{}
+		at[convs[i].ConversationID] = i
+		args[i] = convs[i].ConversationID
+	}
+	rows, err := s.sql.QueryContext(ctx, rebind(`
+SELECT p.conversation_id, p.user_id, u.username
+FROM conversation_participants p
+JOIN conversations c ON c.conversation_id = p.conversation_id
+JOIN users u ON u.user_id = p.user_id
+WHERE p.conversation_id IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(convs)), ", ")+`) AND p.user_id <> c.user_id
+ORDER BY p.conversation_id, p.user_id`, s.dialect), args...)
+	if err != nil {
+		return fmt.Errorf("read recipients: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id int64
+			r  conversation.Recipient
+		)
+		if err := rows.Scan(&id, &r.UserID, &r.Username); err != nil {
+			return fmt.Errorf("read recipients: %w", err)
+		}
+		c := &convs[at[id]]
+		c.Recipients = append(c.Recipients, r)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read recipients: %w", err)
+	}
+	return nil
 }
