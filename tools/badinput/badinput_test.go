@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -17,6 +18,8 @@ var testForum = ForumData{
 	ExpiredKey: "reliab-expired-0123456789abcdefghijklmnopqrstuvw", ReadOnlyKey: "reliab-ro-0123456789abcdefghijklmnopqrstuvwxyz",
 	WriteOnlyKey: "reliab-wo-0123456789abcdefghijklmnopqrstuvwxyz",
 	Own:          10, Foreign: 20, Missing: 999999, OwnMessage: 100000, ForeignMessage: 200000, LastPage: 5, Users: 50,
+	Joined: 2001, JoinedMessage: 500001, Closed: 2002, Left: 2003, LeftMessage: 500003, Spare: 1010,
+	ListLastPage: 2, MaxRecipients: 20, MessageMaxLength: 10000,
 }
 
 // documented lists the codes each service may answer a bad request with (contract sections 3
@@ -30,7 +33,13 @@ var documented = map[Envelope]map[string]int{
 		"user_id_not_valid": 403, "user_id_not_allowed": 403, "missing_scope": 403, "login_required": 403,
 		"requested_conversation_not_found": 404, "requested_message_not_found": 404, "invalid_page": 400,
 		"endpoint_not_found": 404, "method_not_allowed": 405, "invalid_date": 400,
-		"uri_too_long": 414, "request_header_fields_too_large": 431},
+		"uri_too_long": 414, "request_header_fields_too_large": 431,
+		// forum-svc's answers to a body over its limit and to one of another type (issue 11).
+		"request_entity_too_large": 413, "unsupported_media_type": 415,
+		// The conversations API's table (issue 11).
+		"required_input_missing": 400, "invalid_recipients": 400, "too_many_recipients": 400,
+		"title_too_long": 400, "message_too_long": 400, "invalid_input": 400, "no_permission": 403,
+		"conversation_closed": 403, "invalid_idempotency_key": 400},
 }
 
 func corpora() []Corpus {
@@ -135,6 +144,77 @@ func TestCorporaCoverTheIssue(t *testing.T) {
 	}
 }
 
+// TestForumCorpusCoversIssue11 checks that every operation and field of the conversations API
+// has its bad input: hostile ids, recipient lists of 10,000 entries, 10 MB messages, invalid
+// UTF-8, malformed Idempotency-Keys, other content types on every write, ownership.
+func TestForumCorpusCoversIssue11(t *testing.T) {
+	c := ForumCorpus(1, testForum)
+	byOp := map[string]int{}
+	for _, k := range c.Cases {
+		byOp[strings.SplitN(k.Name, "/", 2)[0]]++
+	}
+	// has wants at least min cases for which pred holds.
+	has := func(what string, min int, pred func(Case) bool) {
+		t.Helper()
+		n := 0
+		for _, k := range c.Cases {
+			if pred(k) {
+				n++
+			}
+		}
+		if n < min {
+			t.Errorf("%d cases of %s, want at least %d", n, what, min)
+		}
+	}
+	code := func(k Case, want string) bool {
+		for _, o := range k.Want {
+			if o.Code == want {
+				return true
+			}
+		}
+		return false
+	}
+	for _, rt := range forumRoutes(testForum) {
+		has(rt.name+" without a key", 1, func(k Case) bool {
+			return k.Target == rt.target("") && code(k, "no_api_key_in_request")
+		})
+		if rt.scope != "" {
+			has(rt.name+" without its scope", 1, func(k Case) bool { return k.Target == rt.target("") && code(k, "missing_scope") })
+		}
+		if rt.write {
+			has(rt.name+" with a body of another type", 1, func(k Case) bool {
+				return k.Target == rt.target("") && k.Method == rt.method && len(k.Want) == 1 && code(k, "unsupported_media_type")
+			})
+		}
+		if rt.path != nil {
+			has(rt.name+" on a foreign object", 1, func(k Case) bool {
+				return k.Method == rt.method && k.Target == rt.path(strconv.FormatInt(testForum.Foreign, 10)) ||
+					rt.msg && k.Target == rt.path(strconv.FormatInt(testForum.ForeignMessage, 10))
+			})
+		}
+	}
+	for _, op := range []string{"start", "reply", "edit", "update", "leave", "invite", "star", "list-page", "list-filter", "idempotency-key"} {
+		if byOp[op] < 5 {
+			t.Errorf("%d cases of %s, want at least 5", byOp[op], op)
+		}
+	}
+	has("10,000 recipients", 5, func(k Case) bool { return strings.Count(string(k.Body), "recipient_ids") >= 10000 })
+	has("10 MB messages", 3, func(k Case) bool { return len(k.Body) >= 10<<20 && code(k, "request_entity_too_large") })
+	has("messages over messageMaxLength", 5, func(k Case) bool { return code(k, "message_too_long") })
+	has("titles over 100", 5, func(k Case) bool { return code(k, "title_too_long") })
+	has("invalid UTF-8", 5, func(k Case) bool { return strings.Contains(string(k.Body), "%FF") && code(k, "invalid_input") })
+	has("malformed Idempotency-Keys", 10, func(k Case) bool { return code(k, "invalid_idempotency_key") })
+	has("ownership violations", 3, func(k Case) bool { return code(k, "no_permission") })
+	has("closed conversations", 2, func(k Case) bool { return code(k, "conversation_closed") })
+	has("the left conversation", 5, func(k Case) bool {
+		left := strconv.FormatInt(testForum.Left, 10)
+		return strings.Contains(k.Target, "/"+left+"/") || strings.HasSuffix(k.Target, "/"+left) || strings.Contains(string(k.Body), "="+left)
+	})
+	has("a JSON mark-read", 1, func(k Case) bool {
+		return strings.HasSuffix(k.Target, "/mark-read") && string(k.Body) == `{"date": 1767225600}` && code(k, "unsupported_media_type")
+	})
+}
+
 // TestRequestsAreWellFormedHTTP makes sure a case that is not meant to break HTTP framing does
 // not break it by accident: net/http must read it as the request it describes.
 func TestRequestsAreWellFormedHTTP(t *testing.T) {
@@ -198,6 +278,10 @@ func TestCheck(t *testing.T) {
 		{"net/http 431 where allowed", StatsEnvelope, net, plain, true, true},
 		{"net/http 431 where not allowed", StatsEnvelope, get, plain, false, false},
 		{"service answer where net/http allowed", StatsEnvelope, net, statsAnswer(400, `{"error":"invalid_parameters"}`), true, false},
+		{"net/http 400 to a HEAD where allowed", StatsEnvelope, Case{Method: "HEAD", Want: []Outcome{statsInvalidParameters}, NetHTTP: true},
+			Answer{Status: 400, Header: http.Header{"Content-Type": {"text/plain; charset=utf-8"}}, Trailing: 15}, true, true},
+		{"JSON 400 without body to a HEAD is not net/http's", StatsEnvelope, Case{Method: "HEAD", Want: []Outcome{statsNotFound}, NetHTTP: true},
+			statsAnswer(400, ``), false, false},
 		{"forum envelope", ForumEnvelope, page, statsAnswer(400, forumErr("invalid_page", `{"max":5}`)), true, false},
 		{"forum params differ", ForumEnvelope, page, statsAnswer(400, forumErr("invalid_page", `{"max":6}`)), false, false},
 		{"forum params null", ForumEnvelope, Case{Method: "GET", Want: []Outcome{forumNoKey}}, statsAnswer(400, forumErr("no_api_key_in_request", `null`)), false, false},

@@ -3,6 +3,7 @@ package badinput
 import (
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -16,6 +17,16 @@ type ForumData struct {
 	OwnMessage, ForeignMessage  int64  // a message of each
 	LastPage                    int    // of Own
 	Users                       int    // users 1..Users exist
+
+	// The conversations API (issue 11).
+	Joined, JoinedMessage int64 // user 2 started it with user 1 (open_invite off); a message of user 2 in it
+	Closed                int64 // user 1 started it closed
+	Left, LeftMessage     int64 // user 1 left it for good (ignore); a message of it
+	// Spare is the first of spareConversations conversations that user 1 started with one other
+	// user: the bad writes aim at them, so that one wrongly accepted does not change Own.
+	Spare                           int64
+	ListLastPage                    int // of user 1's conversation list
+	MaxRecipients, MessageMaxLength int // the forum options (defaults 20, 10000)
 }
 
 // Forum answers of contract section 3 (and invalid_date, which forum-svc documents in its
@@ -34,27 +45,77 @@ var (
 	forumMethodNotAllowed = Outcome{Status: 405, Code: "method_not_allowed"}
 	forumInvalidDate      = Outcome{Status: 400, Code: "invalid_date"}
 	scopeRead, scopeWrite = "conversation:read", "conversation:write"
+	// The conversations API (issue 11): a body over the limit or of another type, and the
+	// issue's error table.
+	forumTooLarge      = Outcome{Status: 413, Code: "request_entity_too_large"}
+	unsupportedType    = Outcome{Status: 415, Code: "unsupported_media_type"}
+	invalidIdempotency = Outcome{Status: 400, Code: "invalid_idempotency_key"}
+	noPermission       = Outcome{Status: 403, Code: "no_permission"}
+	conversationClosed = Outcome{Status: 403, Code: "conversation_closed"}
+	// Where the offending values are too many to spell out, or two rules apply (the issue
+	// orders neither), the code alone is checked.
+	anyMissing           = Outcome{Status: 400, Code: "required_input_missing"}
+	anyInvalidRecipients = Outcome{Status: 400, Code: "invalid_recipients"}
 )
 
 func missingScope(scope string) Outcome {
 	return Outcome{Status: 403, Code: "missing_scope", Params: map[string]any{"scope": scope}}
 }
 
-// forumRoute is one operation; path builds its path from an id segment.
+// forumRoute is one operation; path builds its path from an id segment (nil: no id in the path).
 type forumRoute struct {
 	name   string
 	method string
 	path   func(id string) string
 	write  bool
-	msg    bool // the id is a message id
+	msg    bool   // the id is a message id
+	scope  string // "": a registered user, no particular scope
+	body   string // a valid form of the operation
+	// own is the object of user 1's that the route's checks aim at (0: no id).
+	own int64
 }
 
-var forumRoutes = []forumRoute{
-	{"conversation", http.MethodGet, func(id string) string { return "/api/conversations/" + id + "/" }, false, false},
-	{"messages", http.MethodGet, func(id string) string { return "/api/conversations/" + id + "/messages" }, false, false},
-	{"message", http.MethodGet, func(id string) string { return "/api/conversation-messages/" + id + "/" }, false, true},
-	{"mark-unread", http.MethodPost, func(id string) string { return "/api/conversations/" + id + "/mark-unread" }, true, false},
-	{"mark-read", http.MethodPost, func(id string) string { return "/api/conversations/" + id + "/mark-read" }, true, false},
+func convPath(suffix string) func(string) string {
+	return func(id string) string { return "/api/conversations/" + id + suffix }
+}
+
+// forumRoutes lists every operation with a valid form on an object of user 1's. The writes that
+// change their object (update, leave, reply, star, invite) aim at the spare conversations.
+func forumRoutes(d ForumData) []forumRoute {
+	msgPath := func(id string) string { return "/api/conversation-messages/" + id + "/" }
+	get, post := http.MethodGet, http.MethodPost
+	return []forumRoute{
+		{"conversation", get, convPath("/"), false, false, scopeRead, "", d.Own},
+		{"messages", get, convPath("/messages"), false, false, scopeRead, "", d.Own},
+		{"message", get, msgPath, false, true, scopeRead, "", d.OwnMessage},
+		{"mark-unread", post, convPath("/mark-unread"), true, false, scopeWrite, "", d.Own},
+		{"mark-read", post, convPath("/mark-read"), true, false, scopeWrite, "", d.Own},
+		{"list", get, nil, false, false, scopeRead, "", 0},
+		{"start", post, nil, true, false, scopeWrite, "recipient_ids%5B%5D=2&title=Hello&message=Hi", 0},
+		{"update", post, convPath("/"), true, false, scopeWrite, "title=Renamed", d.Spare},
+		{"leave", http.MethodDelete, convPath("/"), true, false, scopeWrite, "", d.Spare + 1},
+		{"reply", post, nil, true, false, scopeWrite, "conversation_id=" + strconv.FormatInt(d.Spare+2, 10) + "&message=Hi", 0},
+		{"star", post, convPath("/star"), true, false, scopeWrite, "star=1", d.Spare + 3},
+		{"invite", post, convPath("/invite"), true, false, scopeWrite, "recipient_ids%5B%5D=2", d.Spare + 4},
+		{"edit", post, msgPath, true, true, scopeWrite, "message=Edited", d.OwnMessage},
+		{"me", get, nil, false, false, "", "", 0},
+	}
+}
+
+// staticPaths are the paths of the routes without an id.
+var staticPaths = map[string]string{
+	"list": "/api/conversations/", "start": "/api/conversations", "reply": "/api/conversation-messages/", "me": "/api/me",
+}
+
+// target is the route's path on id (its own object when id is ""; its fixed path without an id).
+func (rt forumRoute) target(id string) string {
+	if rt.path == nil {
+		return staticPaths[rt.name]
+	}
+	if id == "" {
+		id = strconv.FormatInt(rt.own, 10)
+	}
+	return rt.path(id)
 }
 
 func (rt forumRoute) notFound() Outcome {
@@ -64,16 +125,33 @@ func (rt forumRoute) notFound() Outcome {
 	return forumConvNotFound
 }
 
+// allowOf is the Allow header of each path template: the methods of its routes (HEAD with GET).
+func allowOf(routes []forumRoute) map[string][]string {
+	out := map[string][]string{}
+	for _, rt := range routes {
+		p := strings.TrimSuffix(rt.target("1"), "/")
+		out[p] = append(out[p], rt.method)
+		if rt.method == http.MethodGet {
+			out[p] = append(out[p], http.MethodHead)
+		}
+	}
+	return out
+}
+
 // ForumCorpus generates the forum-svc corpus from seed over the seeded data d.
 func ForumCorpus(seed uint64, d ForumData) Corpus {
 	r := rand.New(rand.NewPCG(seed, seed^0xf02a))
 	var cs []Case
 	id := func(v int64) string { return strconv.FormatInt(v, 10) }
-	own := func(rt forumRoute) string {
-		if rt.msg {
-			return id(d.OwnMessage)
+	routes := forumRoutes(d)
+	var withID, writes []forumRoute
+	for _, rt := range routes {
+		if rt.path != nil {
+			withID = append(withID, rt)
 		}
-		return id(d.Own)
+		if rt.write {
+			writes = append(writes, rt)
+		}
 	}
 	foreign := func(rt forumRoute) string {
 		if rt.msg {
@@ -82,7 +160,8 @@ func ForumCorpus(seed uint64, d ForumData) Corpus {
 		return id(d.Foreign)
 	}
 	key := func(k string) [][2]string { return [][2]string{{"Forum-Api-Key", k}} }
-	// add sends rt's method (HEAD one time in five for a GET route) to target.
+	// add sends rt's method (HEAD one time in five for a GET route) to target, with the route's
+	// valid form for a write.
 	add := func(name string, rt forumRoute, target string, hdr [][2]string, want ...Outcome) {
 		c := Case{Name: name, Method: rt.method, Target: target, Header: hdr, Want: want}
 		if rt.method == http.MethodGet && r.IntN(5) == 0 {
@@ -90,11 +169,11 @@ func ForumCorpus(seed uint64, d ForumData) Corpus {
 		}
 		if rt.write {
 			c.Header = append(c.Header, [2]string{"Content-Type", "application/x-www-form-urlencoded"})
-			c.Body = []byte{}
+			c.Body = []byte(rt.body)
 		}
 		cs = append(cs, c)
 	}
-	route := func() forumRoute { return forumRoutes[r.IntN(len(forumRoutes))] }
+	route := func() forumRoute { return withID[r.IntN(len(withID))] }
 	values := hostileValues(r, 10, 6)
 
 	// 1. Hostile path ids: a malformed id is no route at all, a well-formed unknown one is an
@@ -113,7 +192,7 @@ func ForumCorpus(seed uint64, d ForumData) Corpus {
 	}
 
 	// 2. Hostile page values on the user's own conversation.
-	msgs := forumRoutes[1]
+	msgs := routes[1]
 	for _, v := range values {
 		add("page/"+v.Label, msgs, msgs.path(id(d.Own))+"?page="+v.query(), key(d.UserKey), forumInvalidPage)
 	}
@@ -135,23 +214,23 @@ func ForumCorpus(seed uint64, d ForumData) Corpus {
 			continue
 		}
 		rt := route()
-		c := Case{Name: "key/" + rt.name + "/" + v.Label, Method: rt.method, Target: rt.path(own(rt)),
+		c := Case{Name: "key/" + rt.name + "/" + v.Label, Method: rt.method, Target: rt.target(""),
 			Header: key(v.Dec), Want: []Outcome{forumKeyNotFound}, NetHTTP: v.headerCTL()}
 		if rt.write {
-			c.Body = []byte{}
+			c.Body = []byte(rt.body)
 		}
 		cs = append(cs, c)
 	}
-	for _, rt := range forumRoutes {
-		add("key/missing", rt, rt.path(own(rt)), nil, forumNoKey)
-		add("key/empty", rt, rt.path(own(rt)), key(""), forumNoKey)
-		add("key/inactive", rt, rt.path(own(rt)), key(d.InactiveKey), forumKeyInactive)
-		add("key/expired", rt, rt.path(own(rt)), key(d.ExpiredKey), forumKeyInactive)
+	for _, rt := range routes {
+		add("key/missing", rt, rt.target(""), nil, forumNoKey)
+		add("key/empty", rt, rt.target(""), key(""), forumNoKey)
+		add("key/inactive", rt, rt.target(""), key(d.InactiveKey), forumKeyInactive)
+		add("key/expired", rt, rt.target(""), key(d.ExpiredKey), forumKeyInactive)
 	}
 	rt := route()
-	add("key/upper-case", rt, rt.path(own(rt)), key(strings.ToUpper(d.UserKey)), forumKeyNotFound)
-	add("key/suffix", rt, rt.path(own(rt)), key(d.UserKey+"x"), forumKeyNotFound)
-	add("key/prefix", rt, rt.path(own(rt)), key(d.UserKey[:len(d.UserKey)-1]), forumKeyNotFound)
+	add("key/upper-case", rt, rt.target(""), key(strings.ToUpper(d.UserKey)), forumKeyNotFound)
+	add("key/suffix", rt, rt.target(""), key(d.UserKey+"x"), forumKeyNotFound)
+	add("key/prefix", rt, rt.target(""), key(d.UserKey[:len(d.UserKey)-1]), forumKeyNotFound)
 	add("key/in-query", msgs, msgs.path(id(d.Own))+"?api_key="+escapeAll(d.UserKey)+"&key="+escapeAll(d.UserKey), nil, forumNoKey)
 	add("key/bearer", msgs, msgs.path(id(d.Own)), [][2]string{{"Authorization", "Bearer " + d.UserKey}}, forumNoKey)
 	add("key/two-bogus", msgs, msgs.path(id(d.Own)), [][2]string{{"Forum-Api-Key", "a"}, {"Forum-Api-Key", "b"}}, forumKeyNotFound, forumNoKey)
@@ -168,42 +247,45 @@ func ForumCorpus(seed uint64, d ForumData) Corpus {
 			continue // an existing user: not bad input
 		}
 		rt := route()
-		c := Case{Name: "user/" + rt.name + "/" + v.Label, Method: rt.method, Target: rt.path(own(rt)),
+		c := Case{Name: "user/" + rt.name + "/" + v.Label, Method: rt.method, Target: rt.target(""),
 			Header: [][2]string{{"Forum-Api-Key", d.SuperKey}, {"Forum-Api-User", v.Dec}}, Want: []Outcome{forumUserNotValid}, NetHTTP: v.headerCTL()}
 		if rt.write {
-			c.Body = []byte{}
+			c.Body = []byte(rt.body)
 		}
 		cs = append(cs, c)
 	}
-	for _, rt := range forumRoutes {
-		add("user/super-none", rt, rt.path(own(rt)), key(d.SuperKey), forumLoginRequired)
-		add("user/guest", rt, rt.path(own(rt)), key(d.GuestKey), forumLoginRequired)
-		add("user/guest-names-user", rt, rt.path(own(rt)), [][2]string{{"Forum-Api-Key", d.GuestKey}, {"Forum-Api-User", "1"}}, forumUserNotAllowed)
-		add("user/user-names-other", rt, rt.path(own(rt)), [][2]string{{"Forum-Api-Key", d.UserKey}, {"Forum-Api-User", "2"}}, forumUserNotAllowed)
-		add("user/super-unknown-user", rt, rt.path(own(rt)), [][2]string{{"Forum-Api-Key", d.SuperKey}, {"Forum-Api-User", strconv.Itoa(d.Users + 1000)}}, forumUserNotValid)
-		add("user/super-two-users", rt, rt.path(own(rt)), [][2]string{{"Forum-Api-Key", d.SuperKey}, {"Forum-Api-User", "1"}, {"Forum-Api-User", "2"}}, forumUserNotValid)
-		add("user/user-key-garbage", rt, rt.path(own(rt)), [][2]string{{"Forum-Api-Key", d.UserKey}, {"Forum-Api-User", "1 OR 1=1"}}, forumUserNotValid, forumUserNotAllowed)
+	for _, rt := range routes {
+		add("user/super-none", rt, rt.target(""), key(d.SuperKey), forumLoginRequired)
+		add("user/guest", rt, rt.target(""), key(d.GuestKey), forumLoginRequired)
+		add("user/guest-names-user", rt, rt.target(""), [][2]string{{"Forum-Api-Key", d.GuestKey}, {"Forum-Api-User", "1"}}, forumUserNotAllowed)
+		add("user/user-names-other", rt, rt.target(""), [][2]string{{"Forum-Api-Key", d.UserKey}, {"Forum-Api-User", "2"}}, forumUserNotAllowed)
+		add("user/super-unknown-user", rt, rt.target(""), [][2]string{{"Forum-Api-Key", d.SuperKey}, {"Forum-Api-User", strconv.Itoa(d.Users + 1000)}}, forumUserNotValid)
+		add("user/super-two-users", rt, rt.target(""), [][2]string{{"Forum-Api-Key", d.SuperKey}, {"Forum-Api-User", "1"}, {"Forum-Api-User", "2"}}, forumUserNotValid)
+		add("user/user-key-garbage", rt, rt.target(""), [][2]string{{"Forum-Api-Key", d.UserKey}, {"Forum-Api-User", "1 OR 1=1"}}, forumUserNotValid, forumUserNotAllowed)
 	}
 
-	// 5. Scopes.
-	for _, rt := range forumRoutes {
-		if rt.write {
-			add("scope/read-only-writes", rt, rt.path(own(rt)), key(d.ReadOnlyKey), missingScope(scopeWrite))
-		} else {
-			add("scope/write-only-reads", rt, rt.path(own(rt)), key(d.WriteOnlyKey), missingScope(scopeRead))
+	// 5. Scopes (GET /api/me/ needs none).
+	for _, rt := range routes {
+		switch {
+		case rt.scope == "":
+		case rt.write:
+			add("scope/read-only-writes", rt, rt.target(""), key(d.ReadOnlyKey), missingScope(scopeWrite))
+		default:
+			add("scope/write-only-reads", rt, rt.target(""), key(d.WriteOnlyKey), missingScope(scopeRead))
 		}
 	}
 
 	// 6. Objects that are not the user's, or do not exist: the same answer for both.
-	for _, rt := range forumRoutes {
+	for _, rt := range withID {
 		add("object/foreign", rt, rt.path(foreign(rt)), key(d.UserKey), rt.notFound())
 		add("object/missing", rt, rt.path(id(d.Missing)), key(d.UserKey), rt.notFound())
-		add("object/super-as-outsider", rt, rt.path(own(rt)), [][2]string{{"Forum-Api-Key", d.SuperKey}, {"Forum-Api-User", "3"}}, rt.notFound())
+		add("object/super-as-outsider", rt, rt.target(""), [][2]string{{"Forum-Api-Key", d.SuperKey}, {"Forum-Api-User", "3"}}, rt.notFound())
 	}
 
 	// 7. Unknown routes, with and without a key.
 	for _, p := range []string{
-		"/", "/api", "/api/", "/api/conversations", "/api/conversation-messages", "/api/conversations/10/messages/1",
+		"/", "/api", "/api/", "/api/conversation", "/api/conversation-messages/x/y", "/api/conversations/10/messages/1",
+		"/api/me/1", "/api/me/conversations", "/api/conversations/10/star/1", "/api/conversations/10/invite/2",
 		"/api/conversations/10/mark-unread/x", "/api/conversations/10/delete", "/api/users/1", "/api/CONVERSATIONS/10/messages",
 		"/api/conversations/10/Messages", "/api/conversations/10/messages%00", "/api/" + strings.Repeat("x", 10240),
 		"/api/" + escapeAll(randomBytes(r, 40)), "/api/" + escapeAll("переписка"), "/api/conversations/10/../../../etc/passwd",
@@ -216,20 +298,24 @@ func ForumCorpus(seed uint64, d ForumData) Corpus {
 		cs = append(cs, Case{Name: "path", Method: pick(r, "GET", "GET", "POST", "HEAD"), Target: p, Header: hdr, Want: []Outcome{forumEndpointNotFound}})
 	}
 
-	// 8. Wrong methods, whatever the key.
-	for _, rt := range forumRoutes {
-		methods := []string{"PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "PROPFIND", "get"}
-		if rt.write {
-			methods = append(methods, "GET", "HEAD")
-		} else {
-			methods = append(methods, "POST")
+	// 8. Wrong methods, whatever the key: 405 with the path's methods in Allow.
+	allow := allowOf(routes)
+	for _, rt := range routes {
+		p := rt.target("")
+		allowed := allow[strings.TrimSuffix(rt.target("1"), "/")]
+		if rt.method != allowed[0] {
+			continue // one route of the path tries the wrong methods
 		}
-		for _, m := range methods {
+		for _, m := range []string{"PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "PROPFIND", "get", "GET", "HEAD", "POST"} {
+			if slices.Contains(allowed, m) {
+				continue
+			}
 			var hdr [][2]string
 			if r.IntN(2) == 0 {
 				hdr = key(d.UserKey)
 			}
-			c := Case{Name: "method/" + rt.name + "/" + m, Method: m, Target: rt.path(own(rt)), Header: hdr, Want: []Outcome{forumMethodNotAllowed}}
+			c := Case{Name: "method/" + rt.name + "/" + m, Method: m, Target: p, Header: hdr,
+				Want: []Outcome{forumMethodNotAllowed}, Allow: strings.Join(allowed, ", ")}
 			if m == "POST" || m == "PUT" || m == "PATCH" {
 				c.Header = append(c.Header, [2]string{"Content-Type", "application/json"})
 				c.Body = []byte(`{"date": 1}`)
@@ -238,37 +324,58 @@ func ForumCorpus(seed uint64, d ForumData) Corpus {
 		}
 	}
 
-	// 9. Wrong content types and bodies on the write routes, where another check decides.
-	bodies := []struct{ ctype, body string }{
-		{"application/json", `{"date": "now"`},
-		{"multipart/form-data; boundary=zzz", "--zzz\r\nbroken"},
-		{"multipart/form-data", "no boundary"},
-		{"text/xml", `<?xml version="1.0"?><!DOCTYPE a [<!ENTITY x SYSTEM "file:///etc/passwd">]><a>&x;</a>`},
-		{"application/x-www-form-urlencoded", "date=%zz&date=1"},
-		{"application/x-www-form-urlencoded; charset=utf-7", "+AGQ-ate=1"},
-		{"; ;;==", "\x00\x01"},
+	// 9. Wrong content types and bodies on every write. Without a key, or without the scope,
+	// those checks decide; on a foreign object, the body's type or the object may (the issue
+	// orders neither); on the user's own object, a non-empty body of another type is 415.
+	bodies := []struct {
+		ctype, body string
+		want        Outcome // on the user's own object
+	}{
+		{"application/json", `{"date": "now"`, unsupportedType},
+		{"application/json", `{"date": 1767225600}`, unsupportedType},
+		{"multipart/form-data; boundary=zzz", "--zzz\r\nbroken", invalidInput("body")},
+		{"multipart/form-data", "no boundary", invalidInput("body")},
+		{"text/xml", `<?xml version="1.0"?><!DOCTYPE a [<!ENTITY x SYSTEM "file:///etc/passwd">]><a>&x;</a>`, unsupportedType},
+		{"text/plain", "message=hello", unsupportedType},
+		{"", "message=hello", unsupportedType},
+		{"; ;;==", "\x00\x01", unsupportedType},
 	}
 	for _, b := range bodies {
-		for _, rt := range forumRoutes[3:] {
-			who := [][2]string{{"Forum-Api-Key", d.UserKey}}
-			target, want := rt.path(id(d.Foreign)), rt.notFound()
+		for _, rt := range writes {
+			var hdr [][2]string
+			if b.ctype != "" {
+				hdr = [][2]string{{"Content-Type", b.ctype}}
+			}
+			with := func(k string) [][2]string { return append(key(k), hdr...) }
+			body := []byte(b.body)
+			name := "content-type/" + rt.name
+			cs = append(cs, Case{Name: name, Method: rt.method, Target: rt.target(""), Header: with(d.UserKey), Body: body, Want: []Outcome{b.want}})
 			switch r.IntN(3) {
 			case 0:
-				who, want = nil, forumNoKey
+				cs = append(cs, Case{Name: name, Method: rt.method, Target: rt.target(""), Header: hdr, Body: body, Want: []Outcome{forumNoKey}})
 			case 1:
-				who, target, want = key(d.ReadOnlyKey), rt.path(id(d.Own)), missingScope(scopeWrite)
+				cs = append(cs, Case{Name: name, Method: rt.method, Target: rt.target(""), Header: with(d.ReadOnlyKey), Body: body, Want: []Outcome{missingScope(scopeWrite)}})
+			default:
+				if rt.path != nil {
+					cs = append(cs, Case{Name: name, Method: rt.method, Target: rt.path(foreign(rt)), Header: with(d.UserKey), Body: body, Want: []Outcome{b.want, rt.notFound()}})
+				}
 			}
-			cs = append(cs, Case{Name: "content-type/" + rt.name, Method: rt.method, Target: target,
-				Header: append(who, [2]string{"Content-Type", b.ctype}), Body: []byte(b.body), Want: []Outcome{want}})
 		}
 	}
-	// A malformed mark-read date on the user's own conversation.
-	read := forumRoutes[4]
-	for _, body := range []string{"date=abc", "date=-5", "date=1.5", "date=1e9", "date=" + escapeAll("١"), "date=%00"} {
-		cs = append(cs, Case{Name: "date", Method: http.MethodPost, Target: read.path(id(d.Own)),
+	// A malformed mark-read date on the user's own conversation (on a foreign one: the date or
+	// the object).
+	read := routes[4]
+	for _, body := range []string{"date=abc", "date=-5", "date=1.5", "date=1e9", "date=" + escapeAll("١"), "date=%00", "date=%zz&date=1"} {
+		cs = append(cs, Case{Name: "date", Method: http.MethodPost, Target: read.target(""),
 			Header: [][2]string{{"Forum-Api-Key", d.UserKey}, {"Content-Type", "application/x-www-form-urlencoded"}},
 			Body:   []byte(body), Want: []Outcome{forumInvalidDate}})
 	}
+	cs = append(cs, Case{Name: "date/foreign", Method: http.MethodPost, Target: read.path(id(d.Foreign)),
+		Header: [][2]string{{"Forum-Api-Key", d.UserKey}, {"Content-Type", "application/x-www-form-urlencoded"}},
+		Body:   []byte("date=%zz&date=1"), Want: []Outcome{forumInvalidDate, forumConvNotFound}})
+
+	// The conversations API's fields (conversations.go).
+	cs = append(cs, conversationCases(r, d, values)...)
 
 	// 10. Header abuse (a request that reaches a handler has no key: 400).
 	cs = append(cs, headerCases(r, msgs.path(id(d.Own)), forumNoKey)...)

@@ -39,7 +39,7 @@ func TestBadInputForum(t *testing.T) {
 	rd := redis(t)
 	fx := stack.NewForumFixture(95, 20)
 	svc := service(t, stack.Forum, forumEnv(t, pg, fx, "REDIS_URL="+rd.URL())...)
-	runCorpus(t, svc, badinput.ForumCorpus(corpusSeed(t), forumData(fx)))
+	runCorpus(t, svc, badinput.ForumCorpus(corpusSeed(t), conversationData(t, svc, fx)))
 }
 
 func runCorpus(t *testing.T, svc *stack.Service, corp badinput.Corpus) {
