@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -294,7 +295,10 @@ func TestSecurityRequestBounds(t *testing.T) {
 	markRead := fmt.Sprintf("/api/conversations/%d/mark-read", ffx.Own)
 	form := "Forum-Api-Key: " + key + "\r\nContent-Type: application/x-www-form-urlencoded\r\n"
 	cases := []bodyCase{
-		{"forum mark-unread, 65 KiB declared", forum.Addr, markUnread, "POST", form, 65 << 10, false, []int{413}},
+		// forum-svc's limit is 1 MiB since issue 11 (room for the longest message, encoded).
+		{"forum mark-unread, 1 MiB + 1 KiB declared", forum.Addr, markUnread, "POST", form, 1<<20 + 1<<10, false, []int{413}},
+		{"forum start, 2 MiB declared", forum.Addr, "/api/conversations/", "POST", form, 2 << 20, false, []int{413}},
+		{"forum reply, 64 MiB chunked (form read)", forum.Addr, "/api/conversation-messages/", "POST", form, 64 << 20, true, []int{413}},
 		{"forum mark-unread, 64 MiB declared", forum.Addr, markUnread, "POST", form, 64 << 20, false, []int{413}},
 		{"forum mark-read, 64 MiB declared", forum.Addr, markRead, "POST", form, 64 << 20, false, []int{413}},
 		{"forum mark-unread, 64 MiB chunked (body unused)", forum.Addr, markUnread, "POST", form, 64 << 20, true, []int{200, 413}},
@@ -461,4 +465,340 @@ func TestSecurityLogsHoldNoSecrets(t *testing.T) {
 		}
 	}
 	report(t, "%d requests carrying keys (header, query, form, Authorization), LOG_LEVEL=debug: %d log lines, 0 with a key", sent, lines)
+}
+
+// errCode returns the code and params of a forum error body ("" when it is none).
+func errCode(body string) (string, map[string]any) {
+	var e struct {
+		Errors []struct {
+			Code   string         `json:"code"`
+			Params map[string]any `json:"params"`
+		} `json:"errors"`
+	}
+	if json.Unmarshal([]byte(body), &e) != nil || len(e.Errors) == 0 {
+		return "", nil
+	}
+	return e.Errors[0].Code, e.Errors[0].Params
+}
+
+// formReq sends a form body (none when "") with the actor's headers and extra ones.
+func formReq(t *testing.T, svc *stack.Service, who http.Header, method, path, body string, extra ...string) (int, http.Header, string) {
+	t.Helper()
+	h := who.Clone()
+	if body != "" {
+		h.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		h.Set(extra[i], extra[i+1])
+	}
+	return doReq(t, method, svc.URL+path, h, body)
+}
+
+// snapshot reads paths as who (each must answer 200) for comparing before and after.
+func snapshot(t *testing.T, svc *stack.Service, who http.Header, paths ...string) []string {
+	t.Helper()
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		st, _, b := doReq(t, "GET", svc.URL+p, who, "")
+		if st != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", p, st, b)
+		}
+		out[i] = b
+	}
+	return out
+}
+
+func sameSnapshots(t *testing.T, what string, paths, before, after []string) {
+	t.Helper()
+	for i := range paths {
+		if before[i] != after[i] {
+			t.Errorf("%s changed %s:\n  before %s\n  after  %s", what, paths[i], short(before[i], 400), short(after[i], 400))
+		}
+	}
+}
+
+// TestSecurityConversationsScope sends every write of the conversations API with a key without
+// conversation:write and every read with a key without conversation:read: each is 403
+// missing_scope naming the scope, and nothing changes. GET /api/me/ needs no scope.
+func TestSecurityConversationsScope(t *testing.T) {
+	svc, fx, _ := conversationService(t)
+	spare := fx.ExtraOwn + 10
+	spareMsg := int64(300000 + 10*1000) // its first message, by user 1 (stack.ForumFixture)
+	ro, wo := http.Header{"Forum-Api-Key": {fx.ReadOnlyKey}}, http.Header{"Forum-Api-Key": {fx.WriteOnlyKey}}
+	watch := []string{"/api/conversations/", "/api/conversations/?page=2", fmt.Sprintf("/api/conversations/%d/", spare),
+		fmt.Sprintf("/api/conversations/%d/messages", spare), fmt.Sprintf("/api/conversation-messages/%d/", spareMsg), "/api/me/"}
+	user := actor(fx, 1)
+	before := snapshot(t, svc, user, watch...)
+
+	type op struct{ method, path, body string }
+	writes := []op{
+		{"POST", "/api/conversations/", "recipient_ids%5B%5D=2&title=T&message=M"},
+		{"POST", "/api/conversations", "recipient_ids%5B%5D=2&title=T&message=M"},
+		{"POST", fmt.Sprintf("/api/conversations/%d/", spare), "title=Renamed"},
+		{"POST", fmt.Sprintf("/api/conversations/%d", spare), "conversation_open=0"},
+		{"DELETE", fmt.Sprintf("/api/conversations/%d/?ignore=1", spare), ""},
+		{"DELETE", fmt.Sprintf("/api/conversations/%d", spare), "ignore=0"},
+		{"POST", fmt.Sprintf("/api/conversations/%d/invite", spare), "recipient_ids%5B%5D=30"},
+		{"POST", fmt.Sprintf("/api/conversations/%d/star/", spare), "star=1"},
+		{"POST", fmt.Sprintf("/api/conversations/%d/star", spare), ""},
+		{"POST", fmt.Sprintf("/api/conversations/%d/mark-read", spare), "date=1767225600"},
+		{"POST", fmt.Sprintf("/api/conversations/%d/mark-unread", spare), ""},
+		{"POST", "/api/conversation-messages/", fmt.Sprintf("conversation_id=%d&message=M", spare)},
+		{"POST", "/api/conversation-messages", fmt.Sprintf("conversation_id=%d&message=M", spare)},
+		{"POST", fmt.Sprintf("/api/conversation-messages/%d/", spareMsg), "message=Edited"},
+	}
+	reads := []op{
+		{"GET", "/api/conversations/", ""}, {"GET", "/api/conversations?starred=1&page=1", ""}, {"HEAD", "/api/conversations", ""},
+		{"GET", fmt.Sprintf("/api/conversations/%d/", spare), ""}, {"HEAD", fmt.Sprintf("/api/conversations/%d", spare), ""},
+		{"GET", fmt.Sprintf("/api/conversations/%d/messages?page=1", spare), ""},
+		{"GET", fmt.Sprintf("/api/conversation-messages/%d/", spareMsg), ""},
+	}
+	check := func(who http.Header, o op, scope string, extra ...string) {
+		st, _, body := formReq(t, svc, who, o.method, o.path, o.body, extra...)
+		if st != http.StatusForbidden {
+			t.Errorf("%s %s without %s: %d %s, want 403 missing_scope", o.method, o.path, scope, st, short(body, 200))
+			return
+		}
+		if o.method == "HEAD" {
+			return
+		}
+		if code, params := errCode(body); code != "missing_scope" || params["scope"] != scope {
+			t.Errorf("%s %s without %s: %s, want missing_scope with scope %s", o.method, o.path, scope, short(body, 200), scope)
+		}
+	}
+	for _, o := range writes {
+		check(ro, o, "conversation:write")
+		// A retry key is looked at after the scope.
+		check(ro, o, "conversation:write", "Idempotency-Key", "scope-test-1")
+	}
+	for _, o := range reads {
+		check(wo, o, "conversation:read")
+	}
+	for _, who := range []http.Header{ro, wo} {
+		st, _, body := doReq(t, "GET", svc.URL+"/api/me/", who, "")
+		var me struct {
+			Me struct {
+				UserID int64 `json:"user_id"`
+			} `json:"me"`
+		}
+		if st != http.StatusOK || json.Unmarshal([]byte(body), &me) != nil || me.Me.UserID != 1 {
+			t.Errorf("GET /api/me/ with a one-scope key of user 1: %d %s, want 200 with user_id 1", st, short(body, 200))
+		}
+	}
+	sameSnapshots(t, "a refused write", watch, before, snapshot(t, svc, user, watch...))
+	report(t, "%d writes without conversation:write (with and without Idempotency-Key), %d reads without conversation:read: all 403 missing_scope, nothing changed; /api/me/ answered with either key",
+		len(writes), len(reads))
+}
+
+// TestSecurityConversationsOwnership: editing another's message, updating a conversation one
+// did not start and inviting without the right are 403 no_permission and change nothing; the
+// closed conversation takes no reply and no invite; the same operations by the right user pass.
+func TestSecurityConversationsOwnership(t *testing.T) {
+	svc, fx, s := conversationService(t)
+	u1, u2 := actor(fx, 1), actor(fx, 2)
+	superAs1 := http.Header{"Forum-Api-Key": {fx.SuperKey}, "Forum-Api-User": {"1"}}
+	joined := fmt.Sprintf("/api/conversations/%d/", s.Joined)
+	joinedMsg := fmt.Sprintf("/api/conversation-messages/%d/", s.JoinedMessage)
+	watch := []string{joined, joinedMsg, fmt.Sprintf("/api/conversations/%d/messages", s.Joined)}
+	before := snapshot(t, svc, u2, watch...)
+
+	want := func(who http.Header, method, path, body string, status int, code string) {
+		t.Helper()
+		st, _, b := formReq(t, svc, who, method, path, body)
+		got, _ := errCode(b)
+		if st != status || (code != "" && got != code) {
+			t.Errorf("%s %s %q: %d %s, want %d %s", method, path, body, st, short(b, 200), status, code)
+		}
+	}
+	refused := 0
+	for _, who := range []http.Header{u1, superAs1} {
+		for _, body := range []string{"message=Not yours", "message=" + strings.Repeat("x", 20)} {
+			want(who, "POST", joinedMsg, body, 403, "no_permission")
+			refused++
+		}
+		for _, body := range []string{"title=Mine now", "conversation_open=0", "open_invite=1", "title=X&conversation_open=1&open_invite=1", ""} {
+			want(who, "POST", joined, body, 403, "no_permission")
+			refused++
+		}
+		want(who, "POST", joined+"invite", "recipient_ids%5B%5D=5", 403, "no_permission")
+		refused++
+	}
+	sameSnapshots(t, "a refused write by a participant", watch, before, snapshot(t, svc, u2, watch...))
+
+	// The closed conversation: no reply, no invite, from its starter or anyone in it.
+	closed := fmt.Sprintf("/api/conversations/%d/", s.Closed)
+	closedBefore := snapshot(t, svc, u1, closed)
+	for _, who := range []http.Header{u1, u2} {
+		want(who, "POST", "/api/conversation-messages/", fmt.Sprintf("conversation_id=%d&message=Hello", s.Closed), 403, "conversation_closed")
+		want(who, "POST", closed+"invite", "recipient_ids%5B%5D=6", 403, "conversation_closed")
+		refused += 2
+	}
+	sameSnapshots(t, "a refused write to a closed conversation", []string{closed}, closedBefore, snapshot(t, svc, u1, closed))
+
+	// The same operations by those who have the right pass: the starter opens invites, then
+	// user 1 may invite; user 1's own reply is theirs to edit, and not user 2's.
+	want(u2, "POST", joined, "open_invite=1", 200, "")
+	want(u1, "POST", joined+"invite", "recipient_ids%5B%5D=5", 200, "")
+	if st, _, b := doReq(t, "GET", svc.URL+joined, actor(fx, 5), ""); st != 200 {
+		t.Errorf("user 5 invited into Joined: GET %d %s", st, short(b, 200))
+	}
+	var r struct {
+		Message struct {
+			MessageID int64 `json:"message_id"`
+		} `json:"message"`
+	}
+	st, _, b := formReq(t, svc, u1, "POST", "/api/conversation-messages/", fmt.Sprintf("conversation_id=%d&message=Mine", s.Joined))
+	if st != 200 || json.Unmarshal([]byte(b), &r) != nil || r.Message.MessageID == 0 {
+		t.Fatalf("reply by user 1: %d %s", st, short(b, 200))
+	}
+	mine := fmt.Sprintf("/api/conversation-messages/%d/", r.Message.MessageID)
+	want(u2, "POST", mine, "message=Not yours either", 403, "no_permission")
+	want(u1, "POST", mine, "message=Mine, edited", 200, "")
+	want(u1, "POST", joined, "title=Still not mine", 403, "no_permission")
+	report(t, "%d writes without the right (another's message, a conversation not started, invite without open_invite, closed conversation; user key and super key acting as the user): 403 no_permission/conversation_closed, nothing changed; the rightful ones passed", refused)
+}
+
+// TestSecurityConversationsNoExistenceLeak compares, for every operation of the conversations
+// API (with valid and with invalid fields), the answer about a conversation (or message) the
+// user is not in, or has left, with the answer about one that does not exist: status, headers
+// and body must be the same; nothing may change; the list and /api/me/ show none of them.
+func TestSecurityConversationsNoExistenceLeak(t *testing.T) {
+	svc, fx, s := conversationService(t)
+	u3, u2 := actor(fx, 3), actor(fx, 2)
+	convs := map[string]int64{"foreign": fx.Foreign, "foreign closed": s.ForeignClosed, "foreign open invite": s.ForeignOwned,
+		"left (ignore)": s.Left, "left": s.LeftSoft}
+	msgs := map[string]int64{"foreign": fx.ForeignMessage, "left (ignore)": s.LeftMessage, "left": s.LeftSoftMessage}
+	cp := func(id int64, suffix string) string { return fmt.Sprintf("/api/conversations/%d%s", id, suffix) }
+	mp := func(id int64) string { return fmt.Sprintf("/api/conversation-messages/%d/", id) }
+	var foreignWatch, leftWatch []string
+	for _, id := range []int64{fx.Foreign, s.ForeignClosed, s.ForeignOwned} {
+		foreignWatch = append(foreignWatch, cp(id, "/"), cp(id, "/messages"))
+	}
+	for _, id := range []int64{s.Left, s.LeftSoft} {
+		leftWatch = append(leftWatch, cp(id, "/"), cp(id, "/messages"))
+	}
+	foreignBefore, leftBefore := snapshot(t, svc, u3, foreignWatch...), snapshot(t, svc, u2, leftWatch...)
+
+	type probe struct {
+		method string
+		path   func(int64) string
+		body   func(int64) string
+		extra  []string
+	}
+	none := func(int64) string { return "" }
+	fixed := func(b string) func(int64) string { return func(int64) string { return b } }
+	onConv := func(method, suffix string, body func(int64) string, extra ...string) probe {
+		return probe{method, func(id int64) string { return cp(id, suffix) }, body, extra}
+	}
+	replyTo := func(msg string) func(int64) string {
+		return func(id int64) string { return fmt.Sprintf("conversation_id=%d&message=%s", id, msg) }
+	}
+	var tooMany strings.Builder // 10,000 recipients, 40 distinct users
+	for i := range 10000 {
+		fmt.Fprintf(&tooMany, "&recipient_ids%%5B%%5D=%d", 2+i%40)
+	}
+	convProbes := []probe{
+		onConv("GET", "/", none), onConv("HEAD", "/", none), onConv("GET", "", none),
+		onConv("GET", "/messages?page=2", none), onConv("GET", "/messages?page=9223372036854775807", none),
+		onConv("POST", "/", fixed("title=Renamed")), onConv("POST", "/", fixed("title=%20%20")),
+		onConv("POST", "/", fixed("conversation_open=0&open_invite=1")), onConv("POST", "/", fixed("open_invite=maybe")),
+		onConv("POST", "/", fixed("title="+strings.Repeat("t", 101))),
+		onConv("DELETE", "/", none), onConv("DELETE", "/?ignore=1", none), onConv("DELETE", "/", fixed("ignore=bogus")),
+		onConv("POST", "/invite", fixed("recipient_ids%5B%5D=5")), onConv("POST", "/invite", fixed("recipient_ids%5B%5D=99999")),
+		onConv("POST", "/invite", fixed("recipient_ids%5B%5D=x")), onConv("POST", "/invite", fixed(tooMany.String()[1:])), onConv("POST", "/invite", none),
+		onConv("POST", "/star", none), onConv("POST", "/star", fixed("star=1")), onConv("POST", "/star", fixed("star=2")),
+		onConv("POST", "/mark-read", fixed("date=1767225600")), onConv("POST", "/mark-unread", none),
+		{"POST", func(int64) string { return "/api/conversation-messages/" }, replyTo("Hello"), nil},
+		{"POST", func(int64) string { return "/api/conversation-messages" }, replyTo("Hello"), []string{"Idempotency-Key", "leak-probe"}},
+		{"POST", func(int64) string { return "/api/conversation-messages/" }, replyTo(strings.Repeat("m", defaultMessageMaxLength+1)), nil},
+		{"POST", func(int64) string { return "/api/conversation-messages/" }, replyTo("%20"), nil},
+	}
+	msgProbes := []probe{
+		{"GET", mp, none, nil}, {"HEAD", mp, none, nil},
+		{"POST", mp, fixed("message=Edited"), nil}, {"POST", mp, fixed("message=%20"), nil},
+		{"POST", mp, fixed("message=" + strings.Repeat("m", defaultMessageMaxLength+1)), nil},
+	}
+	strip := func(h http.Header) string {
+		h = h.Clone()
+		h.Del("Date")
+		h.Del("X-Request-Id")
+		return fmt.Sprint(h)
+	}
+	compared, leaks := 0, 0
+	run := func(who http.Header, ps []probe, objects map[string]int64, missing int64) {
+		for _, p := range ps {
+			ms, mh, mb := formReq(t, svc, who, p.method, p.path(missing), p.body(missing), p.extra...)
+			if ms < 400 || ms >= 500 {
+				t.Errorf("%s %s %.80q on a missing object: %d %s, want a 4xx", p.method, p.path(missing), p.body(missing), ms, short(mb, 200))
+			}
+			for name, id := range objects {
+				fs, fh, fb := formReq(t, svc, who, p.method, p.path(id), p.body(id), p.extra...)
+				compared++
+				if fs != ms || fb != mb || strip(fh) != strip(mh) {
+					leaks++
+					t.Errorf("%s %s %.80q (%s) answers unlike a missing one:\n  %d %s %s\n  missing: %d %s %s",
+						p.method, p.path(id), p.body(id), name, fs, strip(fh), short(fb, 200), ms, strip(mh), short(mb, 200))
+				}
+			}
+		}
+	}
+	for _, who := range []http.Header{actor(fx, 1), {"Forum-Api-Key": {fx.SuperKey}, "Forum-Api-User": {"1"}}} {
+		run(who, convProbes, convs, fx.MissingID)
+		run(who, msgProbes, msgs, fx.MissingID)
+	}
+	sameSnapshots(t, "a probe by an outsider", foreignWatch, foreignBefore, snapshot(t, svc, u3, foreignWatch...))
+	sameSnapshots(t, "a probe by a user who left", leftWatch, leftBefore, snapshot(t, svc, u2, leftWatch...))
+
+	// The list and /api/me/ show none of them, whatever the filters.
+	hidden := map[int64]string{}
+	for name, id := range convs {
+		hidden[id] = name
+	}
+	for _, q := range []string{"", "?starter_id=3", "?receiver_id=4", "?receiver_id=2", "?unread=1", "?unread=0", "?starred=0"} {
+		for page := 1; ; page++ {
+			sep := "?"
+			if q != "" {
+				sep = "&"
+			}
+			var list struct {
+				Conversations []struct {
+					ConversationID int64 `json:"conversation_id"`
+				} `json:"conversations"`
+				Pagination struct {
+					LastPage int `json:"last_page"`
+				} `json:"pagination"`
+			}
+			st, _, b := doReq(t, "GET", fmt.Sprintf("%s/api/conversations/%s%spage=%d", svc.URL, q, sep, page), actor(fx, 1), "")
+			if st != 200 || json.Unmarshal([]byte(b), &list) != nil {
+				t.Fatalf("list %s page %d: %d %s", q, page, st, short(b, 200))
+			}
+			for _, c := range list.Conversations {
+				if name, ok := hidden[c.ConversationID]; ok {
+					t.Errorf("list %s shows conversation %d (%s)", q, c.ConversationID, name)
+				}
+			}
+			if page >= list.Pagination.LastPage {
+				break
+			}
+		}
+	}
+
+	// Left without ignore comes back when another participant replies; with ignore it does not.
+	for _, id := range []int64{s.Left, s.LeftSoft} {
+		if st, _, b := formReq(t, svc, u2, "POST", "/api/conversation-messages/", fmt.Sprintf("conversation_id=%d&message=Back?", id)); st != 200 {
+			t.Fatalf("reply by user 2 to %d: %d %s", id, st, short(b, 200))
+		}
+	}
+	if st, _, b := doReq(t, "GET", svc.URL+cp(s.LeftSoft, "/"), actor(fx, 1), ""); st != 200 {
+		t.Errorf("left without ignore, after a reply: %d %s, want 200", st, short(b, 200))
+	}
+	if st, _, b := doReq(t, "GET", svc.URL+cp(s.Left, "/"), actor(fx, 1), ""); st != 404 {
+		t.Errorf("left with ignore, after a reply: %d %s, want 404", st, short(b, 200))
+	}
+	verdict := "identical status, headers and body"
+	if leaks > 0 {
+		verdict = fmt.Sprintf("%d DIFFERENCES (see errors)", leaks)
+	}
+	report(t, "%d pairs (foreign, foreign closed, foreign with open invite, left, left with ignore vs missing; %d conversation and %d message operations with valid and invalid fields; user key and super key acting as user 1): %s; list (7 filters) and nothing changed",
+		compared, len(convProbes), len(msgProbes), verdict)
 }
