@@ -42,6 +42,14 @@ func TestBadInputForum(t *testing.T) {
 	runCorpus(t, svc, badinput.ForumCorpus(corpusSeed(t), conversationData(t, svc, fx)))
 }
 
+// TestBadInputForumSQLite runs the forum corpus on the embedded SQLite database, which issue 11
+// serves the same API from.
+func TestBadInputForumSQLite(t *testing.T) {
+	fx := stack.NewForumFixture(95, 20)
+	svc := service(t, stack.Forum, forumSQLiteEnv(t, fx)...)
+	runCorpus(t, svc, badinput.ForumCorpus(corpusSeed(t), conversationData(t, svc, fx)))
+}
+
 func runCorpus(t *testing.T, svc *stack.Service, corp badinput.Corpus) {
 	results := badinput.Run(context.Background(), svc.Addr, corp, 8)
 	sum := badinput.Summarize(results)

@@ -3,12 +3,15 @@
 package systest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"forumstats.local/tools/badinput"
 	"forumstats.local/tools/stack"
@@ -100,12 +103,38 @@ func setupConversations(t *testing.T, svc *stack.Service, fx stack.ForumFixture)
 	return s
 }
 
-// conversationService starts a forum-svc on a small fixture with the conversations of convState.
-func conversationService(t *testing.T) (*stack.Service, stack.ForumFixture, convState) {
+// conversationService starts a forum-svc on a small fixture with the conversations of convState
+// (on SQLite when sqlite, else PostgreSQL).
+func conversationService(t *testing.T, sqlite bool) (*stack.Service, stack.ForumFixture, convState) {
 	t.Helper()
 	fx := stack.NewForumFixture(30, 20)
-	svc := service(t, stack.Forum, forumEnv(t, postgres(t), fx)...)
+	var env []string
+	if sqlite {
+		env = forumSQLiteEnv(t, fx)
+	} else {
+		env = forumEnv(t, postgres(t), fx)
+	}
+	svc := service(t, stack.Forum, env...)
 	return svc, fx, setupConversations(t, svc, fx)
+}
+
+// forumSQLiteEnv is forumEnv on the embedded SQLite database (issue 11: the API works on both).
+func forumSQLiteEnv(t *testing.T, fx stack.ForumFixture, extra ...string) []string {
+	t.Helper()
+	dir := tempDir(t)
+	data, err := fx.SeedJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := stack.WriteTemp(dir, "seed-*.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "sqlite:" + filepath.Join(dir, "forum.db")
+	if out, err := stack.Run(context.Background(), 2*time.Minute, bin(t, stack.Forum), []string{"DATABASE_URL=" + url}, "seed", "--file", file); err != nil {
+		t.Fatalf("forum-svc seed on SQLite: %v\n%s", err, out)
+	}
+	return forumURLEnv(url, extra...)
 }
 
 // conversationData is the corpus's data: the fixture's and the conversations built on it.

@@ -141,6 +141,11 @@ func forumEnv(t testing.TB, pg *stack.Postgres, fx stack.ForumFixture, extra ...
 	if err != nil {
 		t.Fatal(err)
 	}
+	return forumURLEnv(url, extra...)
+}
+
+// forumURLEnv is the environment of a forum-svc on the database at url, rate limit lifted.
+func forumURLEnv(url string, extra ...string) []string {
 	return append([]string{"DATABASE_URL=" + url, "RATE_LIMIT_PER_MINUTE=100000000", "RATE_LIMIT_BURST=1000000"}, extra...)
 }
 

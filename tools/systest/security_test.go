@@ -521,7 +521,7 @@ func sameSnapshots(t *testing.T, what string, paths, before, after []string) {
 // conversation:write and every read with a key without conversation:read: each is 403
 // missing_scope naming the scope, and nothing changes. GET /api/me/ needs no scope.
 func TestSecurityConversationsScope(t *testing.T) {
-	svc, fx, _ := conversationService(t)
+	svc, fx, _ := conversationService(t, false)
 	spare := fx.ExtraOwn + 10
 	spareMsg := int64(300000 + 10*1000) // its first message, by user 1 (stack.ForumFixture)
 	ro, wo := http.Header{"Forum-Api-Key": {fx.ReadOnlyKey}}, http.Header{"Forum-Api-Key": {fx.WriteOnlyKey}}
@@ -594,7 +594,7 @@ func TestSecurityConversationsScope(t *testing.T) {
 // did not start and inviting without the right are 403 no_permission and change nothing; the
 // closed conversation takes no reply and no invite; the same operations by the right user pass.
 func TestSecurityConversationsOwnership(t *testing.T) {
-	svc, fx, s := conversationService(t)
+	svc, fx, s := conversationService(t, false)
 	u1, u2 := actor(fx, 1), actor(fx, 2)
 	superAs1 := http.Header{"Forum-Api-Key": {fx.SuperKey}, "Forum-Api-User": {"1"}}
 	joined := fmt.Sprintf("/api/conversations/%d/", s.Joined)
@@ -663,7 +663,13 @@ func TestSecurityConversationsOwnership(t *testing.T) {
 // user is not in, or has left, with the answer about one that does not exist: status, headers
 // and body must be the same; nothing may change; the list and /api/me/ show none of them.
 func TestSecurityConversationsNoExistenceLeak(t *testing.T) {
-	svc, fx, s := conversationService(t)
+	for _, db := range []string{"PostgreSQL", "SQLite"} {
+		t.Run(db, func(t *testing.T) { noExistenceLeak(t, db == "SQLite") })
+	}
+}
+
+func noExistenceLeak(t *testing.T, sqlite bool) {
+	svc, fx, s := conversationService(t, sqlite)
 	u3, u2 := actor(fx, 3), actor(fx, 2)
 	convs := map[string]int64{"foreign": fx.Foreign, "foreign closed": s.ForeignClosed, "foreign open invite": s.ForeignOwned,
 		"left (ignore)": s.Left, "left": s.LeftSoft}
