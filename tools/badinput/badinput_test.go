@@ -19,7 +19,7 @@ var testForum = ForumData{
 	WriteOnlyKey: "reliab-wo-0123456789abcdefghijklmnopqrstuvwxyz",
 	Own:          10, Foreign: 20, Missing: 999999, OwnMessage: 100000, ForeignMessage: 200000, LastPage: 5, Users: 50,
 	Joined: 2001, JoinedMessage: 500001, Closed: 2002, Left: 2003, LeftMessage: 500003, Spare: 1010,
-	ListLastPage: 2, MaxRecipients: 20, MessageMaxLength: 10000,
+	Full: 2004, ListLastPage: 2, MaxRecipients: 20, MessageMaxLength: 10000,
 }
 
 // documented lists the codes each service may answer a bad request with (contract sections 3

@@ -356,6 +356,9 @@ func conversationCases(r *rand.Rand, d ForumData, values []value) []Case {
 	post("invite/recipients-max+1", http.MethodPost, inv, many(maxRcpt+1, 26, maxRcpt+1), nil, tooManyRecipients(maxRcpt))
 	post("invite/recipients-10000-cycling", http.MethodPost, inv, many(10000, 2, d.Users-1), nil, tooManyRecipients(maxRcpt))
 	post("invite/recipients-10000-malformed", http.MethodPost, inv, repeat(rcpt("-1"), 10000), nil, anyInvalidRecipients)
+	// Full has maxRecipients recipients: one more is too many "in the conversation".
+	post("invite/conversation-full", http.MethodPost, slash(convPath(d.Full, "/invite")), form{rcpt(id(int64(maxRcpt) + 2))}, nil, tooManyRecipients(maxRcpt))
+	post("invite/conversation-full-plus-known", http.MethodPost, slash(convPath(d.Full, "/invite")), form{rcpt("2"), rcpt(id(int64(maxRcpt) + 3))}, nil, tooManyRecipients(maxRcpt))
 	post("invite/not-allowed", http.MethodPost, slash(convPath(d.Joined, "/invite")), invite, nil, noPermission)
 	post("invite/closed", http.MethodPost, slash(convPath(d.Closed, "/invite")), invite, nil, conversationClosed)
 	for _, c := range []int64{d.Foreign, d.Left, d.Missing} {

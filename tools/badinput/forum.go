@@ -22,6 +22,7 @@ type ForumData struct {
 	Joined, JoinedMessage int64 // user 2 started it with user 1 (open_invite off); a message of user 2 in it
 	Closed                int64 // user 1 started it closed
 	Left, LeftMessage     int64 // user 1 left it for good (ignore); a message of it
+	Full                  int64 // user 1 started it with MaxRecipients others
 	// Spare is the first of spareConversations conversations that user 1 started with one other
 	// user: the bad writes aim at them, so that one wrongly accepted does not change Own.
 	Spare                           int64

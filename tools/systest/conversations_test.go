@@ -31,6 +31,7 @@ type convState struct {
 	Left, LeftMessage           int64 // user 1 started it with user 2 and left it for good (ignore)
 	LeftSoft, LeftSoftMessage   int64 // the same, left without ignore (gone until a reply)
 	ForeignClosed, ForeignOwned int64 // user 3 started them with user 4: closed; open_invite on
+	Full                        int64 // user 1 started it with maxRecipients others
 }
 
 // actor is the headers that make a request act as user (1 with the user key, others through
@@ -100,6 +101,11 @@ func setupConversations(t *testing.T, svc *stack.Service, fx stack.ForumFixture)
 	call(t, svc, fx, 1, "DELETE", fmt.Sprintf("/api/conversations/%d/", s.LeftSoft), nil, nil)
 	s.ForeignClosed, _ = start(t, svc, fx, 3, "Foreign closed", url.Values{"conversation_open": {"false"}}, 4)
 	s.ForeignOwned, _ = start(t, svc, fx, 3, "Foreign, open invite", url.Values{"open_invite": {"true"}}, 4)
+	full := make([]int64, defaultMaxRecipients)
+	for i := range full {
+		full[i] = int64(2 + i)
+	}
+	s.Full, _ = start(t, svc, fx, 1, "Full", nil, full...)
 	return s
 }
 
@@ -143,10 +149,11 @@ func conversationData(t *testing.T, svc *stack.Service, fx stack.ForumFixture) b
 	s := setupConversations(t, svc, fx)
 	d := forumData(fx)
 	d.Joined, d.JoinedMessage, d.Closed, d.Left, d.LeftMessage = s.Joined, s.JoinedMessage, s.Closed, s.Left, s.LeftMessage
+	d.Full = s.Full
 	// Spare: five extra conversations of user 1 that no load target uses.
 	d.Spare = fx.ExtraOwn + int64(fx.ExtraConvs) - 5
-	// User 1's list: Own, the extra ones, Joined and Closed (not the two left).
-	inList := 1 + fx.ExtraConvs + 2
+	// User 1's list: Own, the extra ones, Joined, Closed and Full (not the two left).
+	inList := 1 + fx.ExtraConvs + 3
 	d.ListLastPage = (inList + defaultDiscussionsPerPage - 1) / defaultDiscussionsPerPage
 	d.MaxRecipients, d.MessageMaxLength = defaultMaxRecipients, defaultMessageMaxLength
 	return d
