@@ -74,6 +74,17 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+// patientRedisClient is redisClient with 5 s timeouts, for tests that count exactly.
+func patientRedisClient(t *testing.T, url string) *redis.Client {
+	t.Helper()
+	c := redisClient(t, url)
+	opts := *c.Options()
+	opts.ReadTimeout, opts.WriteTimeout, opts.DialTimeout = 5*time.Second, 5*time.Second, 5*time.Second
+	p := redis.NewClient(&opts)
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
 func redisClient(t *testing.T, url string) *redis.Client {
 	t.Helper()
 	c, err := rdb.Open(context.Background(), url)
@@ -91,10 +102,11 @@ func TestRedisReplicasAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{PerMinute: 6, Burst: 5} // refills one token in 10 s: nothing refills during the test
-	a := NewRedis(redisClient(t, url), cfg, nil)
-	b := NewRedis(redisClient(t, url), cfg, nil)
-	// This test is about atomic counting, not the 50 ms fail-open bound: on a loaded machine a
-	// slower answer must not send a call to the in-process bucket.
+	// This test is about atomic counting, not the fail-open bounds (the limiter's 50 ms, the
+	// client's 100 ms read timeout): on a loaded machine a slower answer must not send a call
+	// to the in-process bucket.
+	a := NewRedis(patientRedisClient(t, url), cfg, nil)
+	b := NewRedis(patientRedisClient(t, url), cfg, nil)
 	a.timeout, b.timeout = 5*time.Second, 5*time.Second
 	key := fmt.Sprintf("test-%d", time.Now().UnixNano())
 	ctx := context.Background()
