@@ -1,71 +1,34 @@
 package httpapi_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/labstack/echo/v4"
 
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/httpapi"
 	"forumstats.local/forum-svc/internal/ratelimit"
 	"forumstats.local/shared/db"
+	"forumstats.local/shared/testutil/openapitest"
 )
 
 // Real answers, for requests that reach the statuses each documented operation lists, validate
 // against the document with kin-openapi's openapi3filter.
 func TestAnswersMatchOpenAPI(t *testing.T) {
-	doc, err := openapi3.NewLoader().LoadFromData(httpapi.OpenAPI())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatalf("the document is not valid OpenAPI: %v", err)
-	}
-	doc.Servers = nil
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := openapitest.New(t, httpapi.OpenAPI())
 	e := newEnv(t, envOptions{})
 	limited := newEnv(t, envOptions{rateLimit: ratelimit.Config{PerMinute: 1, Burst: 1}})
 	// A service whose database is closed: every read of the store fails (500 in the envelope)
 	// and the readiness check answers 503.
 	broken := newEnv(t, envOptions{})
 	db.Close(broken.gdb)
-	reached := map[string]bool{}
 	validate := func(method, target string, r response) {
 		t.Helper()
-		req := httptest.NewRequest(method, target, nil)
-		route, params, err := router.FindRoute(req)
-		if err != nil {
-			t.Fatalf("%s %s: no documented route: %v", method, target, err)
-		}
-		vreq := req
-		if method == http.MethodHead {
-			vreq = req.Clone(req.Context())
-			vreq.Method = http.MethodGet // openapi3filter skips HEAD: validate its headers as GET's
-		}
-		in := &openapi3filter.ResponseValidationInput{
-			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: vreq, PathParams: params, Route: route},
-			Status:                 r.status,
-			Header:                 r.header,
-			Options:                &openapi3filter.Options{IncludeResponseStatus: true, ExcludeResponseBody: method == http.MethodHead},
-		}
-		in.SetBodyBytes(r.body)
-		if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
-			t.Errorf("%s %s: %d %.200s: %v", method, target, r.status, r.body, err)
-		}
-		reached[strings.ToUpper(method)+" "+route.Path+" "+strconv.Itoa(r.status)] = true
+		c.Check(t, httptest.NewRequest(method, target, nil), r.status, r.header, r.body)
 	}
 	send := func(env *env, method, path, query string, form url.Values, headers ...string) {
 		t.Helper()
@@ -103,7 +66,7 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 		}
 		return "10"
 	}
-	for path, item := range doc.Paths.Map() {
+	for path, item := range c.Doc.Paths.Map() {
 		missing := strings.ReplaceAll(path, "{id}", "999999")
 		for method := range item.Operations() {
 			concrete := strings.ReplaceAll(path, "{id}", idFor(path, method))
@@ -158,18 +121,7 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 		}
 		sendBody("DELETE", "/api/conversations/10"+slash, "application/json", `{}`, key(keyAlice)) // 415
 	}
-	var missed []string
-	for path, item := range doc.Paths.Map() {
-		for method, op := range item.Operations() {
-			for status := range op.Responses.Map() {
-				if !reached[method+" "+path+" "+status] {
-					missed = append(missed, method+" "+path+" "+status)
-				}
-			}
-		}
-	}
-	sort.Strings(missed)
-	if len(missed) > 0 {
+	if missed := c.Unreached(); len(missed) > 0 {
 		t.Errorf("documented but never reached: %s", strings.Join(missed, ", "))
 	}
 }

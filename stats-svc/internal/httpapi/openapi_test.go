@@ -6,33 +6,15 @@ import (
 	"encoding/json"
 	"net/http"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"forumstats.local/shared/db"
+	"forumstats.local/shared/testutil/openapitest"
 	"forumstats.local/stats-svc/internal/httpapi"
 )
-
-func loadOpenAPI(t *testing.T) *openapi3.T {
-	t.Helper()
-	doc, err := openapi3.NewLoader().LoadFromData(httpapi.OpenAPI())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !doc.IsOpenAPI31OrLater() {
-		t.Fatalf("openapi %s, want 3.1", doc.OpenAPI)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatalf("the document is not valid OpenAPI: %v", err)
-	}
-	return doc
-}
 
 // The document served is the embedded one, with the conditional-GET headers.
 func TestOpenAPIServed(t *testing.T) {
@@ -50,11 +32,10 @@ func TestOpenAPIServed(t *testing.T) {
 // Real answers of every documented operation, for requests that reach every status each one
 // documents, validate against the document (kin-openapi's openapi3filter, OpenAPI 3.1).
 func TestAnswersMatchOpenAPI(t *testing.T) {
-	doc := loadOpenAPI(t)
-	doc.Servers = nil // match any host: the test server's port changes
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
+	c := openapitest.New(t, httpapi.OpenAPI())
+	doc := c.Doc
+	if !doc.IsOpenAPI31OrLater() {
+		t.Fatalf("openapi %s, want 3.1", doc.OpenAPI)
 	}
 	good := newStack(t, pgDB(t), stackOptions{redis: newRedis(t, "")})
 	broken, err := db.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "empty.db"), nil)
@@ -69,7 +50,6 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 		iconsPath:  "",
 		seriesPath: "from=2026-11-05&to=2026-11-20",
 	}
-	reached := map[string]bool{} // "METHOD path status"
 	check := func(base, method, path, query string, header map[string]string, body ...byte) {
 		t.Helper()
 		target := base + path
@@ -81,31 +61,10 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 		answer := []byte(res.body)
-		route, params, err := router.FindRoute(req)
-		if err != nil {
-			t.Fatalf("%s %s: no documented route: %v", method, path, err)
-		}
-		// openapi3filter skips HEAD answers and 304s altogether: a HEAD answer is validated as
-		// a GET of the HEAD operation without its body, a 304 by hand below.
-		vreq := req
-		if method == http.MethodHead {
-			vreq = req.Clone(req.Context())
-			vreq.Method = http.MethodGet
-		}
+		route := c.Check(t, req, res.status, res.header, answer)
 		if res.status == http.StatusNotModified {
 			check304(t, route.Operation, res.header, answer)
 		}
-		in := &openapi3filter.ResponseValidationInput{
-			RequestValidationInput: &openapi3filter.RequestValidationInput{Request: vreq, PathParams: params, Route: route},
-			Status:                 res.status,
-			Header:                 res.header,
-			Options:                &openapi3filter.Options{IncludeResponseStatus: true, ExcludeResponseBody: method == http.MethodHead || res.status == 304},
-		}
-		in.SetBodyBytes(answer)
-		if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
-			t.Errorf("%s %s?%.60s: %d %.200s: %v", method, path, query, res.status, answer, err)
-		}
-		reached[method+" "+path+" "+strconv.Itoa(res.status)] = true
 	}
 	// The body limit (1 MiB) refuses a declared Content-Length over it before routing, whatever
 	// the method.
@@ -134,22 +93,11 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 		}
 	}
 	// Every status every operation documents was reached.
-	var missed []string
-	for path, item := range doc.Paths.Map() {
-		for method, op := range item.Operations() {
-			for status := range op.Responses.Map() {
-				if !reached[method+" "+path+" "+status] {
-					missed = append(missed, method+" "+path+" "+status)
-				}
-			}
-		}
-	}
-	sort.Strings(missed)
-	if len(missed) > 0 {
+	if missed := c.Unreached(); len(missed) > 0 {
 		t.Fatalf("documented but never reached: %s", strings.Join(missed, ", "))
 	}
-	if len(reached) < 100 {
-		t.Fatalf("only %d method/path/status combinations reached", len(reached))
+	if c.Reached() < 100 {
+		t.Fatalf("only %d method/path/status combinations reached", c.Reached())
 	}
 }
 
