@@ -42,15 +42,31 @@ func (r *Routed) read(ctx context.Context, user int64, fn func(*Store) error) er
 	})
 }
 
-// MessagePage implements conversation.Store.
-func (r *Routed) MessagePage(ctx context.Context, conversationID, userID, page int64) (conversation.PageRows, error) {
-	var out conversation.PageRows
-	err := r.read(ctx, userID, func(s *Store) error {
-		var err error
-		out, err = s.MessagePage(ctx, conversationID, userID, page)
+// readValue is read for a store method with one result.
+func readValue[T any](ctx context.Context, r *Routed, user int64, fn func(*Store) (T, error)) (T, error) {
+	var out T
+	err := r.read(ctx, user, func(s *Store) (err error) {
+		out, err = fn(s)
 		return err
 	})
 	return out, err
+}
+
+// writeValue is write for a store method with one result.
+func writeValue[T any](r *Routed, user int64, fn func(*Store) (T, error)) (T, error) {
+	var out T
+	err := r.write(user, func(s *Store) (err error) {
+		out, err = fn(s)
+		return err
+	})
+	return out, err
+}
+
+// MessagePage implements conversation.Store.
+func (r *Routed) MessagePage(ctx context.Context, conversationID, userID, page int64) (conversation.PageRows, error) {
+	return readValue(ctx, r, userID, func(s *Store) (conversation.PageRows, error) {
+		return s.MessagePage(ctx, conversationID, userID, page)
+	})
 }
 
 // Message implements conversation.Store.
@@ -69,13 +85,9 @@ func (r *Routed) Message(ctx context.Context, messageID, userID int64) (conversa
 
 // Conversation implements conversation.Store.
 func (r *Routed) Conversation(ctx context.Context, conversationID, userID int64) (conversation.ConversationRow, error) {
-	var c conversation.ConversationRow
-	err := r.read(ctx, userID, func(s *Store) error {
-		var err error
-		c, err = s.Conversation(ctx, conversationID, userID)
-		return err
+	return readValue(ctx, r, userID, func(s *Store) (conversation.ConversationRow, error) {
+		return s.Conversation(ctx, conversationID, userID)
 	})
-	return c, err
 }
 
 // MarkRead implements conversation.Store: on the primary, pinning the user's reads there.
@@ -109,12 +121,7 @@ func (r *Routed) LookupKey(ctx context.Context, hash string) (auth.Key, bool, er
 
 // UserExists implements auth.Store, with the same second look on the primary.
 func (r *Routed) UserExists(ctx context.Context, userID int64) (bool, error) {
-	var ok bool
-	err := r.read(ctx, 0, func(s *Store) error {
-		var err error
-		ok, err = s.UserExists(ctx, userID)
-		return err
-	})
+	ok, err := readValue(ctx, r, 0, func(s *Store) (bool, error) { return s.UserExists(ctx, userID) })
 	if err == nil && !ok && r.reads.Replica() {
 		return r.primary.UserExists(ctx, userID)
 	}
@@ -128,13 +135,9 @@ func (r *Routed) Options(ctx context.Context) (conversation.Options, error) {
 
 // ListConversations implements conversation.WriteStore.
 func (r *Routed) ListConversations(ctx context.Context, userID int64, f conversation.ListFilter, page int64) (conversation.ListRows, error) {
-	var out conversation.ListRows
-	err := r.read(ctx, userID, func(s *Store) error {
-		var err error
-		out, err = s.ListConversations(ctx, userID, f, page)
-		return err
+	return readValue(ctx, r, userID, func(s *Store) (conversation.ListRows, error) {
+		return s.ListConversations(ctx, userID, f, page)
 	})
-	return out, err
 }
 
 // Me implements conversation.WriteStore.
@@ -162,22 +165,18 @@ func (r *Routed) write(userID int64, fn func(*Store) error) error {
 
 // StartConversation implements conversation.WriteStore.
 func (r *Routed) StartConversation(ctx context.Context, c conversation.NewConversation, retry *conversation.Retry,
-	answer func(conversation.ConversationRow) ([]byte, error)) (a conversation.Answer, err error) {
-	err = r.write(c.StarterID, func(s *Store) error {
-		a, err = s.StartConversation(ctx, c, retry, answer)
-		return err
+	answer func(conversation.ConversationRow) ([]byte, error)) (conversation.Answer, error) {
+	return writeValue(r, c.StarterID, func(s *Store) (conversation.Answer, error) {
+		return s.StartConversation(ctx, c, retry, answer)
 	})
-	return a, err
 }
 
 // Reply implements conversation.WriteStore.
 func (r *Routed) Reply(ctx context.Context, n conversation.NewReply, retry *conversation.Retry,
-	answer func(conversation.MessageRow, conversation.ConversationRow) ([]byte, error)) (a conversation.Answer, err error) {
-	err = r.write(n.UserID, func(s *Store) error {
-		a, err = s.Reply(ctx, n, retry, answer)
-		return err
+	answer func(conversation.MessageRow, conversation.ConversationRow) ([]byte, error)) (conversation.Answer, error) {
+	return writeValue(r, n.UserID, func(s *Store) (conversation.Answer, error) {
+		return s.Reply(ctx, n, retry, answer)
 	})
-	return a, err
 }
 
 // EditMessage implements conversation.WriteStore.
@@ -190,12 +189,10 @@ func (r *Routed) EditMessage(ctx context.Context, messageID, userID int64, text 
 }
 
 // UpdateConversation implements conversation.WriteStore.
-func (r *Routed) UpdateConversation(ctx context.Context, conversationID, userID int64, u conversation.ConversationUpdate) (c conversation.ConversationRow, err error) {
-	err = r.write(userID, func(s *Store) error {
-		c, err = s.UpdateConversation(ctx, conversationID, userID, u)
-		return err
+func (r *Routed) UpdateConversation(ctx context.Context, conversationID, userID int64, u conversation.ConversationUpdate) (conversation.ConversationRow, error) {
+	return writeValue(r, userID, func(s *Store) (conversation.ConversationRow, error) {
+		return s.UpdateConversation(ctx, conversationID, userID, u)
 	})
-	return c, err
 }
 
 // Leave implements conversation.WriteStore.
@@ -209,10 +206,6 @@ func (r *Routed) Invite(ctx context.Context, conversationID, userID int64, users
 }
 
 // Star implements conversation.WriteStore.
-func (r *Routed) Star(ctx context.Context, conversationID, userID int64, star *bool) (starred bool, err error) {
-	err = r.write(userID, func(s *Store) error {
-		starred, err = s.Star(ctx, conversationID, userID, star)
-		return err
-	})
-	return starred, err
+func (r *Routed) Star(ctx context.Context, conversationID, userID int64, star *bool) (bool, error) {
+	return writeValue(r, userID, func(s *Store) (bool, error) { return s.Star(ctx, conversationID, userID, star) })
 }
