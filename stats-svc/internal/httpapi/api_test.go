@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"forumstats.local/shared/db"
+	"forumstats.local/stats-svc/internal/report/reporttest"
 )
 
 const (
@@ -184,44 +185,9 @@ func TestHeadMatchesGet(t *testing.T) {
 	}
 }
 
-type statsBody struct {
-	Month          *string
-	Period         *string
-	From, To       *string
-	Start          *string
-	EndExclusive   *string `json:"endExclusive"`
-	Timezone       string
-	RefreshMinutes int `json:"refreshMinutes"`
-	Server         *serverBody
-	Servers        []serverBody
-	TotalServers   *int   `json:"totalServers"`
-	ReadyServers   *int   `json:"readyServers"`
-	TotalMessages  *int64 `json:"totalMessages"`
-	Complete       *bool
-}
-
-type channelBody struct {
-	ID       string
-	Name     string
-	Messages int64
-}
-
-type serverBody struct {
-	Number        int
-	Name          string
-	GuildID       string  `json:"guildId"`
-	IconURL       *string `json:"iconUrl"`
-	BannerURL     *string `json:"bannerUrl"`
-	TotalMessages *int64  `json:"totalMessages"`
-	Channels      []channelBody
-	GeneratedAt   *string `json:"generatedAt"`
-	Status        string
-	Error         *struct{ Code, Message string }
-}
-
-func getStats(t *testing.T, s *stack, target string) statsBody {
+func getStats(t *testing.T, s *stack, target string) reporttest.Statistics {
 	t.Helper()
-	return getJSON[statsBody](t, s, target)
+	return getJSON[reporttest.Statistics](t, s, target)
 }
 
 func str(p *string) string {
@@ -250,7 +216,11 @@ func TestMonthDefault(t *testing.T) {
 			t.Fatalf("%s: totals %d %d %d %v", target, *b.TotalServers, *b.ReadyServers, *b.TotalMessages, *b.Complete)
 		}
 		alpha, beta, gamma := b.Servers[0], b.Servers[1], b.Servers[2]
-		wantCh := []channelBody{{"10", "general", 200}, {"9", "random", 50}, {"11", "memes", 50}}
+		wantCh := []reporttest.Channel{
+			{ID: "10", Name: "general", Messages: 200},
+			{ID: "9", Name: "random", Messages: 50},
+			{ID: "11", Name: "memes", Messages: 50},
+		}
 		if alpha.Number != 1 || alpha.Status != "ok" || num(alpha.TotalMessages) != 300 || !reflect.DeepEqual(alpha.Channels, wantCh) ||
 			str(alpha.GeneratedAt) != "2026-11-20T09:55:00Z" || alpha.Error != nil ||
 			str(alpha.IconURL) != cdn+"/icons/"+alphaID+"/a_f00d.gif?size=256" || str(alpha.BannerURL) != cdn+"/banners/"+alphaID+"/b4nn3r.png?size=1024" {
@@ -298,7 +268,7 @@ func TestWeek(t *testing.T) {
 		}
 		alpha, beta, gamma := b.Servers[0], b.Servers[1], b.Servers[2]
 		// Channels summed by id, the name from the newest day.
-		wantCh := []channelBody{{"10", "general", 70}, {"12", "new-name", 7}}
+		wantCh := []reporttest.Channel{{ID: "10", Name: "general", Messages: 70}, {ID: "12", Name: "new-name", Messages: 7}}
 		if alpha.Status != "ok" || num(alpha.TotalMessages) != 77 || !reflect.DeepEqual(alpha.Channels, wantCh) ||
 			str(alpha.GeneratedAt) != "2026-11-14T21:30:00Z" {
 			t.Fatalf("alpha %+v", alpha)
@@ -309,7 +279,7 @@ func TestWeek(t *testing.T) {
 		}
 		// A stale day keeps the sum; the stored error shows.
 		if gamma.Status != "stale" || num(gamma.TotalMessages) != 14 || gamma.Error == nil || gamma.Error.Code != "http_500" ||
-			!reflect.DeepEqual(gamma.Channels, []channelBody{{"30", "general", 14}}) {
+			!reflect.DeepEqual(gamma.Channels, []reporttest.Channel{{ID: "30", Name: "general", Messages: 14}}) {
 			t.Fatalf("gamma %+v", gamma)
 		}
 		if *b.ReadyServers != 1 || *b.TotalMessages != 77 || *b.Complete || *b.TotalServers != 3 {
@@ -338,7 +308,11 @@ func TestRangeAndDay(t *testing.T) {
 	// 15 days: PostgreSQL sums the channels in two halves; the sums and the
 	// newest names cross the split.
 	b = getStats(t, s, statsPath+"?period=range&from=2026-11-06&to=2026-11-20&server=01")
-	wantCh := []channelBody{{"10", "general", 150}, {"12", "new-name", 15}, {"13", "archived", 2}}
+	wantCh := []reporttest.Channel{
+		{ID: "10", Name: "general", Messages: 150},
+		{ID: "12", Name: "new-name", Messages: 15},
+		{ID: "13", Name: "archived", Messages: 2},
+	}
 	if b.Server.Status != "ok" || num(b.Server.TotalMessages) != 167 || !reflect.DeepEqual(b.Server.Channels, wantCh) ||
 		str(b.Server.GeneratedAt) != "2026-11-06T21:30:00Z" {
 		t.Fatalf("15 days: %+v", b.Server)

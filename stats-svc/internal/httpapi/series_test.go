@@ -3,30 +3,13 @@ package httpapi_test
 import (
 	"reflect"
 	"testing"
+
+	"forumstats.local/stats-svc/internal/report/reporttest"
 )
 
-type seriesBody struct {
-	From, To       string
-	Timezone       string
-	RefreshMinutes int `json:"refreshMinutes"`
-	Days           []string
-	Servers        []struct {
-		Number   int
-		Name     string
-		GuildID  string `json:"guildId"`
-		Totals   []*int64
-		Statuses []string
-		Channels *[]struct {
-			ID     string
-			Name   string
-			Totals []*int64
-		}
-	}
-}
-
-func getSeries(t *testing.T, s *stack, target string) seriesBody {
+func getSeries(t *testing.T, s *stack, target string) reporttest.Series {
 	t.Helper()
-	return getJSON[seriesBody](t, s, target)
+	return getJSON[reporttest.Series](t, s, target)
 }
 
 // totals renders a totals array with -1 for null.

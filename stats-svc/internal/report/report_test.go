@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"forumstats.local/shared/form"
 	"forumstats.local/shared/reports"
 	"forumstats.local/stats-svc/internal/query"
+	"forumstats.local/stats-svc/internal/report/reporttest"
 )
 
 // 2026-11-20 13:00 in Moscow.
@@ -27,7 +29,7 @@ func at(s string) time.Time {
 
 func parse(t *testing.T, raw string) query.Query {
 	t.Helper()
-	q, err := query.Parse(query.Values(raw), now)
+	q, err := query.Parse(form.Parse(raw), now)
 	if err != nil {
 		t.Fatalf("parse %q: %v", raw, err)
 	}
@@ -42,36 +44,6 @@ var (
 	gamma = Server{Number: 3, Name: "Gamma & Co", GuildID: "300"}
 )
 
-// decoded mirrors the JSON answer for assertions.
-type decoded struct {
-	Month          *string `json:"month"`
-	Period         *string `json:"period"`
-	From, To       *string
-	Start          *string `json:"start"`
-	EndExclusive   *string `json:"endExclusive"`
-	Timezone       string  `json:"timezone"`
-	RefreshMinutes int     `json:"refreshMinutes"`
-	Server         *decodedServer
-	Servers        []decodedServer
-	TotalServers   *int   `json:"totalServers"`
-	ReadyServers   *int   `json:"readyServers"`
-	TotalMessages  *int64 `json:"totalMessages"`
-	Complete       *bool  `json:"complete"`
-}
-
-type decodedServer struct {
-	Number        int
-	Name          string
-	GuildID       string  `json:"guildId"`
-	IconURL       *string `json:"iconUrl"`
-	BannerURL     *string `json:"bannerUrl"`
-	TotalMessages *int64  `json:"totalMessages"`
-	Channels      []channelJSON
-	GeneratedAt   *string `json:"generatedAt"`
-	Status        string
-	Error         *reportError
-}
-
 // statistics is Statistics with the test's links, failing the test on an error.
 func statistics(t *testing.T, q query.Query, now time.Time, d Data) Answer {
 	t.Helper()
@@ -82,9 +54,9 @@ func statistics(t *testing.T, q query.Query, now time.Time, d Data) Answer {
 	return a
 }
 
-func decode(t *testing.T, a Answer) decoded {
+func decode(t *testing.T, a Answer) reporttest.Statistics {
 	t.Helper()
-	return decodeBody[decoded](t, a)
+	return decodeBody[reporttest.Statistics](t, a)
 }
 
 // decodeBody decodes an answer's body as T, failing the test where it does not decode.
@@ -155,11 +127,15 @@ func TestMonthAllServers(t *testing.T) {
 		t.Fatalf("servers: %s", a.Body)
 	}
 	s1, s2, s3 := d.Servers[0], d.Servers[1], d.Servers[2]
-	wantCh := []channelJSON{{"5", "c", 20}, {"9", "a", 10}, {"11", "b", 10}}
+	wantCh := []reporttest.Channel{
+		{ID: "5", Name: "c", Messages: 20},
+		{ID: "9", Name: "a", Messages: 10},
+		{ID: "11", Name: "b", Messages: 10},
+	}
 	if s1.Status != reports.StatusOK || *s1.TotalMessages != 40 || !reflect.DeepEqual(s1.Channels, wantCh) || s1.Error != nil {
 		t.Fatalf("alpha: %+v", s1)
 	}
-	if s2.Status != reports.StatusStale || *s2.TotalMessages != 7 || s2.Error == nil || *s2.Error != (reportError{"rate_limited", "slow down"}) {
+	if s2.Status != reports.StatusStale || *s2.TotalMessages != 7 || s2.Error == nil || *s2.Error != (reporttest.Error{Code: "rate_limited", Message: "slow down"}) {
 		t.Fatalf("beta: %+v", s2)
 	}
 	if *s2.IconURL != "https://cdn.example/icons/200/a_anim.gif?size=256" || s2.BannerURL != nil {
@@ -348,7 +324,7 @@ func FuzzStatistics(f *testing.F) {
 	f.Fuzz(func(t *testing.T, days uint8, cells []byte, refresh int64) {
 		n := 1 + int(days)%query.MaxRangeDays
 		from := reports.DayOf(now).AddDays(-n + 2) // ends tomorrow: today and yesterday are live
-		q, err := query.Parse(query.Values("period=range&from="+from.String()+"&to="+from.AddDays(n-1).String()), now)
+		q, err := query.Parse(form.Parse("period=range&from="+from.String()+"&to="+from.AddDays(n-1).String()), now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -410,7 +386,7 @@ func FuzzStatistics(f *testing.F) {
 // BenchmarkStatisticsAllServers composes and encodes the largest answer:
 // 100 servers × 50 channels over 31 days.
 func BenchmarkStatisticsAllServers(b *testing.B) {
-	q, err := query.Parse(query.Values("period=range&from=2026-10-21&to=2026-11-20"), now)
+	q, err := query.Parse(form.Parse("period=range&from=2026-10-21&to=2026-11-20"), now)
 	if err != nil {
 		b.Fatal(err)
 	}

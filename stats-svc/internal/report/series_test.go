@@ -4,13 +4,15 @@ import (
 	"testing"
 	"time"
 
+	"forumstats.local/shared/form"
 	"forumstats.local/shared/reports"
 	"forumstats.local/stats-svc/internal/query"
+	"forumstats.local/stats-svc/internal/report/reporttest"
 )
 
 func seriesQuery(t *testing.T, raw string) query.Series {
 	t.Helper()
-	q, err := query.ParseSeries(query.Values(raw))
+	q, err := query.ParseSeries(form.Parse(raw))
 	if err != nil {
 		t.Fatalf("parse %q: %v", raw, err)
 	}
@@ -92,16 +94,7 @@ func TestSeriesOneServerChannels(t *testing.T) {
 	}
 }
 
-type decodedSeries struct {
-	Days    []string
-	Servers []struct {
-		Totals   []*int64
-		Statuses []string
-		Channels *[]struct{ ID string }
-	}
-}
-
-func decodeSeries(t *testing.T, a Answer) decodedSeries {
+func decodeSeries(t *testing.T, a Answer) reporttest.Series {
 	t.Helper()
-	return decodeBody[decodedSeries](t, a)
+	return decodeBody[reporttest.Series](t, a)
 }
