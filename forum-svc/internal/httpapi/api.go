@@ -18,6 +18,7 @@ import (
 	"forumstats.local/forum-svc/internal/conversation"
 	"forumstats.local/forum-svc/internal/decimal"
 	"forumstats.local/forum-svc/internal/ratelimit"
+	"forumstats.local/shared/form"
 	"forumstats.local/shared/server"
 )
 
@@ -193,7 +194,8 @@ func getOne[T any](name string, read func(ctx context.Context, userID, id int64)
 
 func (a *api) listMessages(c echo.Context) error {
 	userID, id := ids(c)
-	page, err := conversation.ParsePage(rawQuery(c.Request().URL.RawQuery)["page"])
+	// Not Echo's QueryParam: it drops a pair with a broken escape, and `?page=%zz` must be invalid_page.
+	page, err := conversation.ParsePage(form.Parse(c.Request().URL.RawQuery)["page"])
 	if err != nil {
 		return err
 	}

@@ -10,39 +10,13 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
-	"net/url"
 	"slices"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"forumstats.local/forum-svc/internal/conversation"
+	"forumstats.local/shared/form"
 )
-
-// rawQuery reads a raw query string (or an url-encoded form) into fields. Unlike url.ParseQuery
-// (and Echo's QueryParams), a pair with a broken escape is kept undecoded rather than dropped, so
-// `?page=%zz` fails the page check instead of silently becoming the default page.
-func rawQuery(raw string) conversation.Fields {
-	out := conversation.Fields{}
-	for raw != "" {
-		var pair string
-		pair, raw, _ = strings.Cut(raw, "&")
-		if pair == "" {
-			continue
-		}
-		key, value, _ := strings.Cut(pair, "=")
-		name := unescape(key)
-		out[name] = append(out[name], unescape(value))
-	}
-	return out
-}
-
-func unescape(s string) string {
-	if u, err := url.QueryUnescape(s); err == nil {
-		return u
-	}
-	return s
-}
 
 // readForm reads the fields of a write: an application/x-www-form-urlencoded or multipart/form-data
 // body (a file part counts as a field). A non-empty body of any other type is 415; a body over the
@@ -66,7 +40,7 @@ func readForm(r *http.Request, withQuery bool) (conversation.Fields, error) {
 		}
 	}
 	if withQuery {
-		for name, vs := range rawQuery(r.URL.RawQuery) {
+		for name, vs := range form.Parse(r.URL.RawQuery) {
 			fields[name] = append(fields[name], vs...)
 		}
 	}
@@ -80,7 +54,7 @@ func parseBody(contentType string, body []byte) (conversation.Fields, error) {
 	}
 	switch mediaType {
 	case echo.MIMEApplicationForm:
-		return rawQuery(string(body)), nil
+		return conversation.Fields(form.Parse(string(body))), nil
 	case echo.MIMEMultipartForm:
 	default:
 		return nil, echo.ErrUnsupportedMediaType
@@ -114,13 +88,13 @@ func parseBody(contentType string, body []byte) (conversation.Fields, error) {
 // formDate reads the optional `date` field of mark-read from the form (or, failing that, the
 // query string). A malformed or repeated date is invalid_date, never "now".
 func formDate(r *http.Request) (string, error) {
-	form, err := readForm(r, false)
+	body, err := readForm(r, false)
 	if err != nil {
 		return "", err
 	}
-	vs := form["date"]
+	vs := body["date"]
 	if len(vs) == 0 {
-		vs = rawQuery(r.URL.RawQuery)["date"]
+		vs = form.Parse(r.URL.RawQuery)["date"]
 	}
 	switch len(vs) {
 	case 0:

@@ -9,13 +9,14 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"forumstats.local/forum-svc/internal/conversation"
+	"forumstats.local/shared/form"
 )
 
 // The handlers of the conversations API beyond reading one conversation (issue 11).
 
 func (a *api) listConversations(c echo.Context) error {
 	userID := c.Get(ctxUser).(int64)
-	list, err := a.conv.List(c.Request().Context(), userID, rawQuery(c.Request().URL.RawQuery))
+	list, err := a.conv.List(c.Request().Context(), userID, conversation.Fields(form.Parse(c.Request().URL.RawQuery)))
 	if err != nil {
 		return err
 	}

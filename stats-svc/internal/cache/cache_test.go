@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
+	"forumstats.local/shared/form"
 	sharedtest "forumstats.local/shared/testutil"
 	"forumstats.local/stats-svc/internal/query"
 	"forumstats.local/stats-svc/internal/report"
@@ -73,7 +74,7 @@ var t0 = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 
 func mustQuery(t *testing.T, raw string) query.Query {
 	t.Helper()
-	q, err := query.Parse(query.Values(raw), t0)
+	q, err := query.Parse(form.Parse(raw), t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +285,7 @@ func TestRedisDownFallsBack(t *testing.T) {
 func TestSeriesCached(t *testing.T) {
 	src := &countingSource{}
 	c := New(src, nil, Options{})
-	sq, err := query.ParseSeries(query.Values("from=2026-01-01&to=2026-01-31"))
+	sq, err := query.ParseSeries(form.Parse("from=2026-01-01&to=2026-01-31"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"forumstats.local/shared/form"
 	"forumstats.local/shared/server"
 	"forumstats.local/stats-svc/internal/query"
 	"forumstats.local/stats-svc/internal/report"
@@ -81,7 +82,8 @@ func (a *api) handler(get operation) echo.HandlerFunc {
 			return err
 		}
 		now := a.now()
-		ans, err := get(c.Request().Context(), query.Values(c.Request().URL.RawQuery), now)
+		// Not Echo's QueryParams: it drops a pair with a broken escape, which must fail its check.
+		ans, err := get(c.Request().Context(), form.Parse(c.Request().URL.RawQuery), now)
 		if err != nil {
 			return err
 		}

@@ -228,29 +228,3 @@ func ServerNumber(s string) (int, bool) {
 	}
 	return int(n), true
 }
-
-// Values decodes a raw query string like url.ParseQuery, but never drops a
-// pair: a key or value with a broken escape is kept undecoded, so that a
-// malformed known parameter still fails its own check (instead of vanishing
-// and turning into a default) and an unknown one is still ignored.
-func Values(raw string) url.Values {
-	v := url.Values{}
-	for raw != "" {
-		var pair string
-		pair, raw, _ = strings.Cut(raw, "&")
-		if pair == "" {
-			continue
-		}
-		key, value, _ := strings.Cut(pair, "=")
-		key = unescape(key)
-		v[key] = append(v[key], unescape(value))
-	}
-	return v
-}
-
-func unescape(s string) string {
-	if u, err := url.QueryUnescape(s); err == nil {
-		return u
-	}
-	return s
-}

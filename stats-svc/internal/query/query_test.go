@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"forumstats.local/shared/form"
 	"forumstats.local/shared/reports"
 )
 
@@ -111,7 +112,7 @@ func TestParse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Parse(Values(tt.raw), testNow)
+			got, err := Parse(form.Parse(tt.raw), testNow)
 			if !errors.Is(err, tt.err) || (tt.err == nil && err != nil) {
 				t.Fatalf("Parse(%q) error = %v, want %v", tt.raw, err, tt.err)
 			}
@@ -152,7 +153,7 @@ func TestQueryBounds(t *testing.T) {
 		{"period=range&from=2026-01-01&to=2026-01-31", "2025-12-31T21:00:00Z", "2026-01-31T21:00:00Z", 31},
 	}
 	for _, tt := range tests {
-		q, err := Parse(Values(tt.raw), testNow)
+		q, err := Parse(form.Parse(tt.raw), testNow)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.raw, err)
 		}
@@ -169,15 +170,15 @@ func TestQueryBounds(t *testing.T) {
 }
 
 func TestQueryKey(t *testing.T) {
-	day, _ := Parse(Values("period=day&date=2026-01-05"), testNow)
-	rng, _ := Parse(Values("period=range&from=2026-01-05&to=2026-01-05"), testNow)
-	month, _ := Parse(Values("month=2026-01&server=1"), testNow)
-	month2, _ := Parse(Values("month=2026-01&server=01"), testNow)
+	day, _ := Parse(form.Parse("period=day&date=2026-01-05"), testNow)
+	rng, _ := Parse(form.Parse("period=range&from=2026-01-05&to=2026-01-05"), testNow)
+	month, _ := Parse(form.Parse("month=2026-01&server=1"), testNow)
+	month2, _ := Parse(form.Parse("month=2026-01&server=01"), testNow)
 	keys := map[string]bool{day.Key(): true, rng.Key(): true, month.Key(): true, month2.Key(): true}
 	if len(keys) != 4 {
 		t.Fatalf("keys collide: %v", keys)
 	}
-	again, _ := Parse(Values("date=2026-01-05&period=day&unknown=1"), testNow)
+	again, _ := Parse(form.Parse("date=2026-01-05&period=day&unknown=1"), testNow)
 	if again.Key() != day.Key() {
 		t.Fatalf("same query, different keys: %q %q", again.Key(), day.Key())
 	}
@@ -200,7 +201,7 @@ func TestParseIconsServer(t *testing.T) {
 		{"server=1&server=2", "", ErrInvalidServer},
 	}
 	for _, tt := range tests {
-		got, err := ParseIconsServer(Values(tt.raw))
+		got, err := ParseIconsServer(form.Parse(tt.raw))
 		if got != tt.want || !errors.Is(err, tt.err) || (tt.err == nil && err != nil) {
 			t.Errorf("ParseIconsServer(%q) = %q, %v; want %q, %v", tt.raw, got, err, tt.want, tt.err)
 		}
@@ -237,7 +238,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw string, unix int64) {
 		now := time.Unix(1420070400+abs64(unix)%(85*365*86400), 0) // 2015..2099
-		q, err := Parse(Values(raw), now)
+		q, err := Parse(form.Parse(raw), now)
 		if err != nil {
 			if !errors.Is(err, ErrInvalidParameters) && !errors.Is(err, ErrInvalidRange) && !errors.Is(err, ErrInvalidServer) {
 				t.Fatalf("unexpected error %v", err)

@@ -3,6 +3,8 @@ package query
 import (
 	"errors"
 	"testing"
+
+	"forumstats.local/shared/form"
 )
 
 func TestParseSeries(t *testing.T) {
@@ -36,7 +38,7 @@ func TestParseSeries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.raw, func(t *testing.T) {
-			got, err := ParseSeries(Values(tt.raw))
+			got, err := ParseSeries(form.Parse(tt.raw))
 			if !errors.Is(err, tt.err) || (err == nil) != (tt.err == nil) {
 				t.Fatalf("error %v, want %v", err, tt.err)
 			}
@@ -68,7 +70,7 @@ func FuzzParseSeries(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		s, err := ParseSeries(Values(raw))
+		s, err := ParseSeries(form.Parse(raw))
 		if err != nil {
 			if !errors.Is(err, ErrInvalidParameters) && !errors.Is(err, ErrInvalidRange) && !errors.Is(err, ErrInvalidServer) {
 				t.Fatalf("unexpected error %v", err)
