@@ -167,6 +167,20 @@ func NewDatabase(t interface {
 	return u
 }
 
+// Exec runs stmts on gdb in order, failing the test or benchmark at the first error: the
+// seeding of a database of its own.
+func Exec(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, gdb *gorm.DB, stmts ...string) {
+	t.Helper()
+	for _, stmt := range stmts {
+		if err := gdb.Exec(stmt).Error; err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+}
+
 func ensureTemplate(ctx context.Context, admin *sql.DB, base, template string, sets []migrate.Set) error {
 	conn, err := admin.Conn(ctx)
 	if err != nil {

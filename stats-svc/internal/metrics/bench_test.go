@@ -19,7 +19,7 @@ import (
 //	go test -run XXX -bench . ./stats-svc/internal/metrics/
 func BenchmarkRead(b *testing.B) {
 	gdb := tu.OpenDB(b, tu.NewDatabase(b, reports.Migrations))
-	for _, q := range []string{
+	tu.Exec(b, gdb,
 		`INSERT INTO catalog_servers (number, name, guild_id) SELECT n, 'server ' || n, (100000 + n)::text FROM generate_series(1, 1000) n`,
 		`INSERT INTO daily_reports (guild_id, day, generated_at, status, total_messages)
 		 SELECT (100000 + n)::text, d, now(), 'ok', 1000 FROM generate_series(1, 1000) n, unnest(ARRAY['2026-11-20', '2026-11-19']) d`,
@@ -30,11 +30,7 @@ func BenchmarkRead(b *testing.B) {
 		`INSERT INTO monthly_channel_counts (guild_id, month, channel_id, name, messages)
 		 SELECT (100000 + n)::text, '2026-11', (c)::text, 'channel ' || c, 600 FROM generate_series(1, 1000) n, generate_series(1, 50) c`,
 		`ANALYZE`,
-	} {
-		if err := gdb.Exec(q).Error; err != nil {
-			b.Fatal(err)
-		}
-	}
+	)
 	src := metrics.NewDB(gdb)
 	p := metrics.PeriodsAt(testNow)
 	b.Run("read", func(b *testing.B) {

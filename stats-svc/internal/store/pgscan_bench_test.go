@@ -18,16 +18,13 @@ import (
 func BenchmarkScanReports(b *testing.B) {
 	gdb := tu.OpenDB(b, tu.NewDatabase(b, reports.Migrations))
 	// 100 catalog servers, each with a daily report for each of the 366 days.
-	err := gdb.Exec(`INSERT INTO catalog_servers (number, name, guild_id)
-		SELECT n, 'server ' || n, (100000000000000000 + n)::text FROM generate_series(1, 100) n`).Error
-	if err == nil {
-		err = gdb.Exec(`INSERT INTO daily_reports (guild_id, day, generated_at, status, total_messages)
-			SELECT guild_id, to_char(DATE '2025-11-24' + d, 'YYYY-MM-DD'), now(), 'ok', number * d
-			FROM catalog_servers, generate_series(0, 365) d`).Error
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
+	tu.Exec(b, gdb,
+		`INSERT INTO catalog_servers (number, name, guild_id)
+		 SELECT n, 'server ' || n, (100000000000000000 + n)::text FROM generate_series(1, 100) n`,
+		`INSERT INTO daily_reports (guild_id, day, generated_at, status, total_messages)
+		 SELECT guild_id, to_char(DATE '2025-11-24' + d, 'YYYY-MM-DD'), now(), 'ok', number * d
+		 FROM catalog_servers, generate_series(0, 365) d`,
+	)
 	s := New(gdb, report.Links{})
 	query := reportsSQL(reports.KindDay, "BETWEEN ? AND ?")
 	for _, c := range []struct {
