@@ -72,6 +72,16 @@ func LastPage(total, perPage int64) int64 {
 	return (total-1)/perPage + 1
 }
 
+// pageOf is the pagination of page of a list of total entries, perPage to a page, showing shown
+// of them. A page past the last is *InvalidPageError naming the last page.
+func pageOf(page, total, perPage int64, shown int) (Pagination, error) {
+	last := LastPage(total, perPage)
+	if page > last {
+		return Pagination{}, &InvalidPageError{Max: last}
+	}
+	return Pagination{CurrentPage: page, LastPage: last, PerPage: perPage, Shown: int64(shown), Total: total}, nil
+}
+
 // QueryPage clamps a valid page for the store (see maxQueryPage).
 func QueryPage(page int64) int64 {
 	return min(page, maxQueryPage)

@@ -70,6 +70,34 @@ func TestLastPageAndQueryPage(t *testing.T) {
 	}
 }
 
+func TestPageOf(t *testing.T) {
+	cases := []struct {
+		page, total, per int64
+		shown            int
+		want             Pagination
+		wantMax          int64 // of the *InvalidPageError; 0: no error
+	}{
+		{1, 0, 20, 0, Pagination{CurrentPage: 1, LastPage: 1, PerPage: 20, Shown: 0, Total: 0}, 0},
+		{2, 41, 20, 20, Pagination{CurrentPage: 2, LastPage: 3, PerPage: 20, Shown: 20, Total: 41}, 0},
+		{3, 41, 20, 1, Pagination{CurrentPage: 3, LastPage: 3, PerPage: 20, Shown: 1, Total: 41}, 0},
+		{4, 41, 20, 0, Pagination{}, 3},
+		{2, 0, 20, 0, Pagination{}, 1},
+		{math.MaxInt64, 5, 5, 0, Pagination{}, 1},
+	}
+	for _, c := range cases {
+		got, err := pageOf(c.page, c.total, c.per, c.shown)
+		var pageErr *InvalidPageError
+		switch {
+		case c.wantMax == 0 && err != nil:
+			t.Errorf("pageOf(%d, %d, %d) error %v", c.page, c.total, c.per, err)
+		case c.wantMax != 0 && (!errors.As(err, &pageErr) || pageErr.Max != c.wantMax):
+			t.Errorf("pageOf(%d, %d, %d) error %v; want page past the last (%d)", c.page, c.total, c.per, err, c.wantMax)
+		case got != c.want:
+			t.Errorf("pageOf(%d, %d, %d) = %+v; want %+v", c.page, c.total, c.per, got, c.want)
+		}
+	}
+}
+
 func TestParseMarkReadDate(t *testing.T) {
 	const now = 1_800_000_000
 	ok := map[string]int64{

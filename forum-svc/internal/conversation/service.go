@@ -131,24 +131,15 @@ func (s *Service) Messages(ctx context.Context, userID, conversationID, page int
 	if err != nil {
 		return MessagePage{}, err
 	}
-	last := LastPage(rows.Total, rows.PerPage)
-	if page > last {
-		return MessagePage{}, &InvalidPageError{Max: last}
+	pagination, err := pageOf(page, rows.Total, rows.PerPage, len(rows.Messages))
+	if err != nil {
+		return MessagePage{}, err
 	}
 	out := make([]Message, len(rows.Messages))
 	for i, m := range rows.Messages {
 		out[i] = toMessage(m, rows.LastReadDate)
 	}
-	return MessagePage{
-		Messages: out,
-		Pagination: Pagination{
-			CurrentPage: page,
-			LastPage:    last,
-			PerPage:     rows.PerPage,
-			Shown:       int64(len(out)),
-			Total:       rows.Total,
-		},
-	}, nil
+	return MessagePage{Messages: out, Pagination: pagination}, nil
 }
 
 // Message returns one message with its conversation embedded.

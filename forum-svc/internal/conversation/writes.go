@@ -105,17 +105,15 @@ func (s *Service) List(ctx context.Context, userID int64, query Fields) (Convers
 	if err != nil {
 		return ConversationList{}, err
 	}
-	last := LastPage(rows.Total, rows.PerPage)
-	if page > last {
-		return ConversationList{}, &InvalidPageError{Max: last}
+	pagination, err := pageOf(page, rows.Total, rows.PerPage, len(rows.Conversations))
+	if err != nil {
+		return ConversationList{}, err
 	}
 	out := make([]Conversation, len(rows.Conversations))
 	for i, c := range rows.Conversations {
 		out[i] = toConversation(c)
 	}
-	return ConversationList{Conversations: out, Pagination: Pagination{
-		CurrentPage: page, LastPage: last, PerPage: rows.PerPage, Shown: int64(len(out)), Total: rows.Total,
-	}}, nil
+	return ConversationList{Conversations: out, Pagination: pagination}, nil
 }
 
 // Start starts a conversation from f; render turns it into the answer's body.
