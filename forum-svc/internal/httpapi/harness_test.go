@@ -256,14 +256,8 @@ func messageIDs(t *testing.T, r response) []int64 {
 // idsOf returns the ids (field idField) of the objects of the array list in a response.
 func idsOf(t *testing.T, r response, list, idField string) []int64 {
 	t.Helper()
-	var body map[string]any
-	dec := json.NewDecoder(bytes.NewReader(r.body))
-	dec.UseNumber()
-	if err := dec.Decode(&body); err != nil {
-		t.Fatalf("%s: %v", r.body, err)
-	}
 	ids := []int64{}
-	objects, _ := body[list].([]any)
+	objects, _ := r.json(t)[list].([]any)
 	for _, o := range objects {
 		m, _ := o.(map[string]any)
 		n, _ := m[idField].(json.Number)
