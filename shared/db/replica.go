@@ -154,6 +154,25 @@ func (r *Reads) Read(ctx context.Context, fn func(*gorm.DB) error) error {
 	})
 }
 
+// ReadOn is r.Read, or fn on primary when r is nil: for a reader whose reads are routed only
+// once it is given the service's Reads (tests build it without).
+func ReadOn(ctx context.Context, r *Reads, primary *gorm.DB, fn func(*gorm.DB) error) error {
+	if r == nil {
+		return fn(primary)
+	}
+	return r.Read(ctx, fn)
+}
+
+// ReadValue is ReadOn for a read with one result: the result of the run that answered.
+func ReadValue[T any](ctx context.Context, r *Reads, primary *gorm.DB, fn func(*gorm.DB) (T, error)) (T, error) {
+	var out T
+	err := ReadOn(ctx, r, primary, func(gdb *gorm.DB) (err error) {
+		out, err = fn(gdb)
+		return err
+	})
+	return out, err
+}
+
 // ReadSQL is Read on the database/sql pools.
 func (r *Reads) ReadSQL(ctx context.Context, fn func(*sql.DB) error) error {
 	return r.Do(ctx, func(replica bool) error {

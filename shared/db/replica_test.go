@@ -77,6 +77,20 @@ func TestReadsRouting(t *testing.T) {
 			t.Fatalf("read: %q, %v; want the replica", got, err)
 		}
 	}
+	// ReadValue goes through r, and to the primary where the reader was given no Reads.
+	name := func(gdb *gorm.DB) (string, error) {
+		var n string
+		err := gdb.WithContext(ctx).Raw("SELECT name FROM which").Scan(&n).Error
+		return n, err
+	}
+	for _, c := range []struct {
+		reads *db.Reads
+		want  string
+	}{{r, "replica"}, {nil, "primary"}} {
+		if got, err := db.ReadValue(ctx, c.reads, primary, name); got != c.want || err != nil {
+			t.Fatalf("ReadValue: %q, %v; want the %s", got, err, c.want)
+		}
+	}
 	// A statement's own error is returned, not retried on the primary.
 	err = r.Read(ctx, func(gdb *gorm.DB) error { return gdb.Exec("SELECT * FROM no_such_table").Error })
 	if err == nil || db.IsConnectionError(err) {

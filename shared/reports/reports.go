@@ -135,6 +135,26 @@ func Generation(ctx context.Context, db *gorm.DB) (int64, error) {
 	return gen, err
 }
 
+// ReaderState is what a reader of the reports needs of the collector state: how often the
+// collector refreshes, and the data generation.
+type ReaderState struct {
+	RefreshMinutes int
+	Generation     int64
+}
+
+// ReadState reads the ReaderState on tx; a database without the row is not migrated.
+func ReadState(tx *gorm.DB) (ReaderState, error) {
+	var st ReaderState
+	res := tx.Raw("SELECT refresh_minutes, generation FROM collector_state WHERE id = 1").Scan(&st)
+	if res.Error != nil {
+		return st, fmt.Errorf("read collector state: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return st, fmt.Errorf("read collector state: no row (database not migrated?)")
+	}
+	return st, nil
+}
+
 // GenerationChannel is the Redis channel on which writers announce a new generation, so that
 // readers drop their caches at once instead of at their next poll of the database.
 const GenerationChannel = "reports:generation"

@@ -2,7 +2,9 @@ package reports_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,6 +69,23 @@ func TestRoundTripAndGeneration(t *testing.T) {
 			gen1, _ := reports.Generation(ctx, gdb)
 			if gen1 != gen0+1 {
 				t.Fatalf("generation %d after bump from %d", gen1, gen0)
+			}
+			if st, err := reports.ReadState(gdb); err != nil || st != (reports.ReaderState{RefreshMinutes: 10, Generation: gen1}) {
+				t.Fatalf("ReadState = %+v, %v; want the default 10 minutes and generation %d", st, err, gen1)
+			}
+			// A database without the state row is an error, not a zero state.
+			errRollback := errors.New("rollback")
+			err = gdb.Transaction(func(tx *gorm.DB) error {
+				if err := tx.Exec("DELETE FROM collector_state").Error; err != nil {
+					return err
+				}
+				if _, err := reports.ReadState(tx); err == nil || !strings.Contains(err.Error(), "no row") {
+					t.Errorf("ReadState without the row: %v", err)
+				}
+				return errRollback
+			})
+			if !errors.Is(err, errRollback) {
+				t.Fatal(err)
 			}
 			var got reports.DailyReport
 			if err := gdb.First(&got, "guild_id = ? AND day = ?", "81384788765712384", "2026-11-19").Error; err != nil {

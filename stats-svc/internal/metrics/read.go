@@ -68,25 +68,14 @@ type DB struct {
 // API's reads go.
 func (d *DB) RouteReads(r *db.Reads) { d.reads = r }
 
-func (d *DB) onReads(ctx context.Context, fn func(*gorm.DB) error) error {
-	if d.reads == nil {
-		return fn(d.gdb)
-	}
-	return d.reads.Read(ctx, fn)
-}
-
 // NewDB returns the source over gdb.
 func NewDB(gdb *gorm.DB) *DB { return &DB{gdb: gdb, dialect: db.DialectOf(gdb)} }
 
 // Generation implements Source: one single-row query.
 func (d *DB) Generation(ctx context.Context) (int64, error) {
-	var gen int64
-	err := d.onReads(ctx, func(gdb *gorm.DB) error {
-		var err error
-		gen, err = reports.Generation(ctx, gdb)
-		return err
+	return db.ReadValue(ctx, d.reads, d.gdb, func(gdb *gorm.DB) (int64, error) {
+		return reports.Generation(ctx, gdb)
 	})
-	return gen, err
 }
 
 // Read implements Source: the catalog, the state row and the reports and channels of p, on one
@@ -96,16 +85,9 @@ func (d *DB) Read(ctx context.Context, p Periods) (Snapshot, error) {
 	var s Snapshot
 	fn := func(tx *gorm.DB) error {
 		s = Snapshot{Periods: p} // from scratch when the primary reads again after the replica failed
-		var st struct {
-			RefreshMinutes int
-			Generation     int64
-		}
-		res := tx.Raw("SELECT refresh_minutes, generation FROM collector_state WHERE id = 1").Scan(&st)
-		if res.Error != nil {
-			return fmt.Errorf("read collector state: %w", res.Error)
-		}
-		if res.RowsAffected == 0 {
-			return fmt.Errorf("read collector state: no row (database not migrated?)")
+		st, err := reports.ReadState(tx)
+		if err != nil {
+			return err
 		}
 		s.Generation, s.RefreshMinutes = st.Generation, st.RefreshMinutes
 		if err := tx.Raw("SELECT number, name, guild_id FROM catalog_servers ORDER BY number").Scan(&s.Servers).Error; err != nil {
@@ -158,7 +140,7 @@ func (d *DB) Read(ctx context.Context, p Periods) (Snapshot, error) {
 		}
 		return nil
 	}
-	err := d.onReads(ctx, func(gdb *gorm.DB) error {
+	err := db.ReadOn(ctx, d.reads, d.gdb, func(gdb *gorm.DB) error {
 		tx := gdb.WithContext(ctx)
 		if d.dialect.SnapshotReads {
 			return tx.Transaction(fn, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})

@@ -16,7 +16,7 @@ import (
 // (36,600 small rows for 100 servers over 366 days, by the (day, guild_id)
 // index) and, for one server, its daily channel counts.
 func (s *Store) Series(ctx context.Context, q query.Series, now time.Time) (report.Answer, error) {
-	return s.answer(ctx, q.Server, func(v view, st state, servers []report.Server, guild string) (report.Answer, error) {
+	return s.answer(ctx, q.Server, func(v view, st reports.ReaderState, servers []report.Server, guild string) (report.Answer, error) {
 		data := report.SeriesData{RefreshMinutes: st.RefreshMinutes, Servers: servers}
 		if len(servers) > 0 {
 			days := q.From.DaysUntil(q.To) + 1

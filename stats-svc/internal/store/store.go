@@ -51,22 +51,9 @@ func New(gdb *gorm.DB, links report.Links) *Store {
 func (s *Store) Generation(ctx context.Context) (int64, error) {
 	// From where the data comes: a generation newer than the data read would cache old data
 	// under it.
-	var gen int64
-	err := s.onReads(ctx, func(gdb *gorm.DB) error {
-		var err error
-		gen, err = reports.Generation(ctx, gdb)
-		return err
+	return db.ReadValue(ctx, s.reads, s.db, func(gdb *gorm.DB) (int64, error) {
+		return reports.Generation(ctx, gdb)
 	})
-	return gen, err
-}
-
-// onReads runs fn on the database that serves reads: the replica when one answers (a failure
-// of it runs fn again on the primary), else the primary.
-func (s *Store) onReads(ctx context.Context, fn func(gdb *gorm.DB) error) error {
-	if s.reads == nil {
-		return fn(s.db)
-	}
-	return s.reads.Read(ctx, fn)
 }
 
 // poolKey carries, in a read's context, the database the read runs on: a second connection
@@ -82,7 +69,7 @@ func (s *Store) poolOf(tx *gorm.DB) *gorm.DB {
 
 // Statistics composes the statistics answer for q at the moment now.
 func (s *Store) Statistics(ctx context.Context, q query.Query, now time.Time) (report.Answer, error) {
-	return s.answer(ctx, q.Server, func(v view, st state, servers []report.Server, guild string) (report.Answer, error) {
+	return s.answer(ctx, q.Server, func(v view, st reports.ReaderState, servers []report.Server, guild string) (report.Answer, error) {
 		data := report.Data{RefreshMinutes: st.RefreshMinutes, Servers: servers}
 		if len(servers) > 0 {
 			var err error
@@ -101,7 +88,7 @@ func (s *Store) Statistics(ctx context.Context, q query.Query, now time.Time) (r
 
 // Icons composes the icons answer for one server, or all when server is "".
 func (s *Store) Icons(ctx context.Context, server string) (report.Answer, error) {
-	return s.answer(ctx, server, func(_ view, _ state, servers []report.Server, _ string) (report.Answer, error) {
+	return s.answer(ctx, server, func(_ view, _ reports.ReaderState, servers []report.Server, _ string) (report.Answer, error) {
 		return report.Icons(servers, server != "", s.links)
 	})
 }
@@ -111,10 +98,10 @@ func (s *Store) Icons(ctx context.Context, server string) (report.Answer, error)
 // one server's guild id, "" for all (all servers need no filter: rows of servers that left the
 // catalog are few, and the composers ignore them). The answer carries the generation read.
 func (s *Store) answer(ctx context.Context, server string,
-	compose func(v view, st state, servers []report.Server, guild string) (report.Answer, error)) (report.Answer, error) {
+	compose func(v view, st reports.ReaderState, servers []report.Server, guild string) (report.Answer, error)) (report.Answer, error) {
 	var out report.Answer
 	err := s.read(ctx, func(v view) error {
-		st, err := loadState(v.tx)
+		st, err := reports.ReadState(v.tx)
 		if err != nil {
 			return err
 		}
@@ -147,7 +134,7 @@ type view struct {
 // without one: the generation is still read first, so the data is never older
 // than the generation it is cached under.
 func (s *Store) read(ctx context.Context, fn func(v view) error) error {
-	return s.onReads(ctx, func(gdb *gorm.DB) error {
+	return db.ReadOn(ctx, s.reads, s.db, func(gdb *gorm.DB) error {
 		tx := gdb.WithContext(context.WithValue(ctx, poolKey{}, gdb))
 		if !s.dialect.SnapshotReads {
 			return fn(view{tx: tx})
@@ -183,23 +170,6 @@ func (s *Store) snapshot(gdb *gorm.DB, snap string, fn func(v view) error) error
 // workMem lets the channel aggregate hash in memory: with the default 4 MB
 // the planner, misjudging the number of groups, sorts 155k rows on disk.
 const workMem = "SET LOCAL work_mem = '64MB'"
-
-type state struct {
-	RefreshMinutes int
-	Generation     int64
-}
-
-func loadState(tx *gorm.DB) (state, error) {
-	var st state
-	res := tx.Raw("SELECT refresh_minutes, generation FROM collector_state WHERE id = 1").Scan(&st)
-	if res.Error != nil {
-		return st, fmt.Errorf("read collector state: %w", res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return st, fmt.Errorf("read collector state: no row (database not migrated?)")
-	}
-	return st, nil
-}
 
 type serverRow struct {
 	Number      int
