@@ -10,7 +10,6 @@ import (
 
 	"gorm.io/gorm"
 
-	"forumstats.local/shared/db"
 	"forumstats.local/shared/migrate"
 	"forumstats.local/shared/reports"
 	"forumstats.local/shared/testutil"
@@ -23,14 +22,8 @@ func TestMain(m *testing.M) { testutil.Main(m, &pgURL, reports.Migrations) }
 func openBoth(t *testing.T) map[string]*gorm.DB {
 	t.Helper()
 	ctx := context.Background()
-	pg, err := db.Open(ctx, pgURL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lite, err := db.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "r.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pg := testutil.OpenDB(t, pgURL)
+	lite := testutil.OpenDB(t, "sqlite:"+filepath.Join(t.TempDir(), "r.db"))
 	if _, err := migrate.Up(ctx, lite, reports.Migrations); err != nil {
 		t.Fatalf("sqlite migrations: %v", err)
 	}
