@@ -230,7 +230,7 @@ func Check(env Envelope, c Case, a Answer) Verdict {
 	if mt, _, err := mime.ParseMediaType(a.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return fail("Content-Type %q, want application/json: %.200s", a.Header.Get("Content-Type"), a.Body)
 	}
-	code, params, err := parseEnvelope(env, a.Body)
+	code, params, err := ParseEnvelope(env, a.Body)
 	if err != nil {
 		return fail("%v: %.300s", err, a.Body)
 	}
@@ -284,8 +284,10 @@ func normalize(m map[string]any) map[string]any {
 	return out
 }
 
-// parseEnvelope decodes an error body strictly and returns its code (and forum params).
-func parseEnvelope(env Envelope, body []byte) (string, map[string]any, error) {
+// ParseEnvelope decodes an error body in envelope env strictly and returns its code (for the
+// forum, the first error's code and params): no key beside the envelope's, a non-empty code and
+// message, params an object.
+func ParseEnvelope(env Envelope, body []byte) (string, map[string]any, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {
 		return "", nil, fmt.Errorf("body is not a JSON object: %v", err)

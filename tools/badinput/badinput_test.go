@@ -356,7 +356,7 @@ func FuzzParseEnvelope(f *testing.F) {
 		if env%2 != 0 {
 			e = ForumEnvelope
 		}
-		code, params, err := parseEnvelope(e, body)
+		code, params, err := ParseEnvelope(e, body)
 		if err != nil {
 			return
 		}

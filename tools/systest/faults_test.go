@@ -4,7 +4,6 @@ package systest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"forumstats.local/tools/badinput"
 	"forumstats.local/tools/loadgen"
 	"forumstats.local/tools/stack"
 )
@@ -257,19 +257,12 @@ func since(t, ref time.Time) float64 {
 }
 
 func documentedBody(service string, body string, codes map[string]bool) bool {
-	if service == "stats-svc" {
-		var b map[string]string
-		return json.Unmarshal([]byte(body), &b) == nil && len(b) == 1 && codes[b["error"]]
+	env := badinput.ForumEnvelope
+	if service == stack.Stats {
+		env = badinput.StatsEnvelope
 	}
-	var b struct {
-		Errors []struct {
-			Code    string         `json:"code"`
-			Message string         `json:"message"`
-			Params  map[string]any `json:"params"`
-		} `json:"errors"`
-	}
-	return json.Unmarshal([]byte(body), &b) == nil && len(b.Errors) == 1 && codes[b.Errors[0].Code] &&
-		b.Errors[0].Message != "" && b.Errors[0].Params != nil
+	code, _, err := badinput.ParseEnvelope(env, []byte(body))
+	return err == nil && codes[code]
 }
 
 // TestFaultSIGTERMDrains sends SIGTERM to each service under load: every request that was sent
