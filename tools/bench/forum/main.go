@@ -5,6 +5,12 @@
 //  2. Authenticated 20-message page requests per second are at least 50% of pgbench's
 //     transactions per second running the same SQL statement against the same database, measured
 //     in alternating rounds.
+//  3. A user in 10,000 conversations: the median latency of the last page of the conversation
+//     list is at most 3 × that of the first, and both pages' statements read the list's index in
+//     its order (EXPLAIN ANALYZE: conversation_participants_inbox, no sort bigger than a page).
+//  4. Replies: 16 clients replying to one conversation reach at least 50% of the transactions per
+//     second of pgbench running the statements the service ran for a reply; 16 clients replying to
+//     16 conversations at least 70%.
 //
 // It treats the service as a black box: it builds forum-svc, creates a database, applies the
 // migrations with `forum-svc migrate`, fills the conversation with plain SQL, creates an API key
@@ -17,6 +23,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"time"
 
@@ -26,12 +33,13 @@ import (
 // options are the command's flags.
 type options struct {
 	bench.Flags
-	messages int
-	samples  int
-	rounds   int
-	round    time.Duration
-	clients  int
-	compare  []string // other forum-svc binaries measured in the same rounds
+	messages      int
+	conversations int // user 1's conversations
+	samples       int
+	rounds        int
+	round         time.Duration
+	clients       int
+	compare       []string // other forum-svc binaries measured in the same rounds
 }
 
 func main() {
@@ -46,6 +54,7 @@ func parseFlags() (options, error) {
 	var o options
 	o.Define("forum_bench")
 	flag.IntVar(&o.messages, "messages", 1_000_000, "messages in the conversation")
+	flag.IntVar(&o.conversations, "conversations", 10_000, "conversations of the listing user (its inbox)")
 	flag.IntVar(&o.samples, "samples", 2000, "latency samples per page")
 	flag.IntVar(&o.rounds, "rounds", 5, "throughput rounds (each an HTTP run and a pgbench run), after one warm-up round")
 	flag.DurationVar(&o.round, "round", 2*time.Second, "length of each side of a throughput round (whole seconds)")
@@ -55,6 +64,9 @@ func parseFlags() (options, error) {
 		return nil
 	})
 	flag.Parse()
+	if o.conversations < 2*perPage {
+		return o, fmt.Errorf("-conversations: at least %d", 2*perPage)
+	}
 	return o, o.Check()
 }
 
@@ -64,7 +76,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer env.Close()
-	res, err := measure(env, o)
+	res, err := measure(ctx, env, o)
 	if err != nil {
 		return err
 	}

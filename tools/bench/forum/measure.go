@@ -32,9 +32,12 @@ const headerAPIKey = "Forum-Api-Key"
 
 // results are the measured figures.
 type results struct {
-	lastPageNo int
-	runs       []*throughput // the bench's own build first, then the -compare binaries
-	script     string        // the pgbench script
+	lastPageNo  int
+	runs        []*throughput // the bench's own build first, then the -compare binaries
+	script      string        // the pgbench script of the page
+	list        listResults
+	replies     []*replyScenario
+	replyScript string // the pgbench script of a reply (the last scenario's)
 }
 
 // throughput is one service's figures: its page latencies and its side of the throughput rounds.
@@ -50,16 +53,22 @@ type throughput struct {
 
 func (t *throughput) ratio() float64 { return mean(t.rps) / mean(t.tps) }
 
-func measure(e *benchEnv, o options) (results, error) {
-	ctx := context.Background()
-	r := results{lastPageNo: e.lastPage}
+func measure(ctx context.Context, e *benchEnv, o options) (results, error) {
+	r := results{lastPageNo: e.lastPage, replies: []*replyScenario{
+		{name: "one conversation", convs: 1, min: minReplyOneRatio},
+		{name: fmt.Sprintf("%d conversations", replyConvs), convs: replyConvs, min: minReplyManyRatio},
+	}}
+	var err error
+	if r.list, err = measureList(ctx, e, o.samples); err != nil {
+		return r, fmt.Errorf("conversation list: %w", err)
+	}
 	path := "/api/conversations/" + strconv.Itoa(convID) + "/messages?page="
 	for i, svc := range append([]*stack.Service{e.svc}, e.others...) {
 		name := "forum-svc"
 		if i > 0 {
 			name = o.compare[i-1]
 		}
-		t := &throughput{name: name, svc: svc, load: newLoad(svc.Addr, path, e.key, e.lastPage, o.clients)}
+		t := &throughput{name: name, svc: svc, load: newLoad(svc.Addr, o.clients, pageRequests(svc.Addr, path, e.key, e.lastPage))}
 		defer t.load.close()
 		r.runs = append(r.runs, t)
 	}
@@ -70,13 +79,23 @@ func measure(e *benchEnv, o options) (results, error) {
 	if err != nil {
 		return r, err
 	}
-	pg, err := newPgbench(e.dbURL, stmt, e.lastPage, o.clients)
+	script, err := pageScript(stmt, e.lastPage)
+	if err != nil {
+		return r, err
+	}
+	pg, err := newPgbench(e.dbURL, script, o.clients)
 	if err != nil {
 		return r, err
 	}
 	defer pg.cleanup()
 	r.script = pg.script
-	return r, measureThroughput(r.runs, pg, o)
+	if err := measureThroughput(r.runs, pg, o); err != nil {
+		return r, err
+	}
+	if r.replyScript, err = measureReplies(ctx, e, o, r.replies); err != nil {
+		return r, fmt.Errorf("replies: %w", err)
+	}
+	return r, nil
 }
 
 // measureLatency times the first and the last page of every build alternately, so that drift
@@ -237,36 +256,53 @@ var pageParams = []string{":conv", ":page", ":page", ":conv", ":uid"}
 
 var placeholder = regexp.MustCompile(`\$([0-9]+)`)
 
-// pgbench runs the service's page statement with the same parameters the HTTP run uses: random
-// pages of the conversation, for the reader, in the prepared protocol (as pgx uses it).
+// pgbench runs a script of the service's statements with -M prepared (as pgx runs them).
 type pgbench struct {
-	dbURL             string
-	lastPage, clients int
-	script, dir       string
+	dbURL   string
+	clients int
+	script  string
+	dir     string
 }
 
-func newPgbench(dbURL, statement string, lastPage, clients int) (*pgbench, error) {
+// pageScript is the service's page statement with the same parameters the HTTP run uses: random
+// pages of the conversation, for the reader.
+func pageScript(statement string, lastPage int) (string, error) {
+	stmt, err := bindParams(statement, pageParams)
+	if err != nil {
+		return "", fmt.Errorf("page statement: %w", err)
+	}
+	return fmt.Sprintf("\\set page random(1, %d)\n\\set conv %d\n\\set uid %d\n%s;\n", lastPage, convID, userID, stmt), nil
+}
+
+// bindParams replaces the statement's $1..$n by params (pgbench variables or literals), on one
+// line. Every parameter must be named: a statement of the service with more or fewer parameters
+// than the bench knows is a change the bench has to follow.
+func bindParams(statement string, params []string) (string, error) {
 	var bad error
+	seen := 0
 	stmt := placeholder.ReplaceAllStringFunc(statement, func(p string) string {
 		n, _ := strconv.Atoi(p[1:])
-		if n < 1 || n > len(pageParams) {
-			bad = fmt.Errorf("page statement has parameter %s; the bench knows $1..$%d", p, len(pageParams))
+		if n < 1 || n > len(params) {
+			bad = fmt.Errorf("parameter %s; the bench knows $1..$%d", p, len(params))
 			return p
 		}
-		return pageParams[n-1]
+		seen = max(seen, n)
+		return params[n-1]
 	})
-	if bad != nil {
-		return nil, bad
+	if bad == nil && seen != len(params) {
+		bad = fmt.Errorf("%d parameters; the bench knows %d", seen, len(params))
 	}
-	p := &pgbench{dbURL: dbURL, lastPage: lastPage, clients: clients}
-	p.script = fmt.Sprintf("\\set page random(1, %d)\n\\set conv %d\n\\set uid %d\n%s;\n",
-		lastPage, convID, userID, strings.Join(strings.Fields(stmt), " "))
+	return strings.Join(strings.Fields(stmt), " "), bad
+}
+
+func newPgbench(dbURL, script string, clients int) (*pgbench, error) {
+	p := &pgbench{dbURL: dbURL, clients: clients, script: script}
 	dir, err := os.MkdirTemp("", "forum-bench-pgbench")
 	if err != nil {
 		return nil, err
 	}
 	p.dir = dir
-	return p, os.WriteFile(filepath.Join(dir, "page.sql"), []byte(p.script), 0o644)
+	return p, os.WriteFile(filepath.Join(dir, "script.sql"), []byte(script), 0o644)
 }
 
 func (p *pgbench) cleanup() { _ = os.RemoveAll(p.dir) }
@@ -282,7 +318,7 @@ func (p *pgbench) run(d time.Duration) (float64, error) {
 		port = "5432"
 	}
 	args := []string{"-n", "-M", "prepared", "-T", strconv.Itoa(max(int(d.Seconds()), 1)), "-c", strconv.Itoa(p.clients),
-		"-j", strconv.Itoa(runtime.NumCPU()), "-f", filepath.Join(p.dir, "page.sql"), "-h", u.Hostname(), "-p", port,
+		"-j", strconv.Itoa(runtime.NumCPU()), "-f", filepath.Join(p.dir, "script.sql"), "-h", u.Hostname(), "-p", port,
 		"-U", u.User.Username(), strings.TrimPrefix(u.Path, "/")}
 	cmd := exec.Command("pgbench", args...)
 	if pw, ok := u.User.Password(); ok {
@@ -299,22 +335,53 @@ func (p *pgbench) run(d time.Duration) (float64, error) {
 	return strconv.ParseFloat(string(m[1]), 64)
 }
 
-// load is the HTTP side of the throughput run: one loadClient per concurrent client, each
-// requesting random pages, connections kept across rounds.
+// load is the HTTP side of a throughput run: one loadClient per concurrent client, each writing
+// the requests its request function builds, connections kept across rounds.
 type load struct {
-	clients  []*loadClient
-	rngs     []*rand.Rand
-	lastPage int
+	clients []*loadClient
+	rngs    []*rand.Rand
+	request requestFunc
 }
 
-func newLoad(addr, path, key string, lastPage, n int) *load {
-	l := &load{lastPage: lastPage}
+// requestFunc appends client i's next request (a whole HTTP/1.1 request) to b; rng is the client's.
+type requestFunc func(b []byte, i int, rng *rand.Rand) []byte
+
+func newLoad(addr string, n int, request requestFunc) *load {
+	l := &load{request: request}
 	for i := range n {
-		l.clients = append(l.clients, newLoadClient(addr, path, key))
+		l.clients = append(l.clients, &loadClient{addr: addr, req: make([]byte, 0, 512)})
 		seed := uint64(i + 1)
 		l.rngs = append(l.rngs, rand.New(rand.NewPCG(seed, seed*7+1)))
 	}
 	return l
+}
+
+// pageRequests asks for random pages of 1..lastPage of path (which ends in "?page=") with key.
+func pageRequests(addr, path, key string, lastPage int) requestFunc {
+	return func(b []byte, _ int, rng *rand.Rand) []byte {
+		b = append(b, "GET "...)
+		b = append(b, path...)
+		b = strconv.AppendInt(b, int64(1+rng.IntN(lastPage)), 10)
+		b = append(b, " HTTP/1.1\r\nHost: "...)
+		b = append(b, addr...)
+		b = append(b, "\r\n"+headerAPIKey+": "...)
+		b = append(b, key...)
+		return append(b, "\r\n\r\n"...)
+	}
+}
+
+// postForm is a POST of an urlencoded form to path with key.
+func postForm(b []byte, addr, path, key, form string) []byte {
+	b = append(b, "POST "...)
+	b = append(b, path...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, addr...)
+	b = append(b, "\r\n"+headerAPIKey+": "...)
+	b = append(b, key...)
+	b = append(b, "\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: "...)
+	b = strconv.AppendInt(b, int64(len(form)), 10)
+	b = append(b, "\r\n\r\n"...)
+	return append(b, form...)
 }
 
 func (l *load) close() {
@@ -323,7 +390,7 @@ func (l *load) close() {
 	}
 }
 
-// run requests pages from every client for d and returns the number of requests and their rate
+// run sends requests from every client for d and returns the number of requests and their rate
 // per second. Any failed request fails the run.
 func (l *load) run(d time.Duration) (int64, float64, error) {
 	var ok, failed atomic.Int64
@@ -333,17 +400,18 @@ func (l *load) run(d time.Duration) (int64, float64, error) {
 	deadline := start.Add(d)
 	for i, c := range l.clients {
 		wg.Add(1)
-		go func(c *loadClient, rng *rand.Rand) {
+		go func(i int, c *loadClient, rng *rand.Rand) {
 			defer wg.Done()
 			for time.Now().Before(deadline) {
-				if err := c.get(1 + rng.IntN(l.lastPage)); err != nil {
+				c.req = l.request(c.req[:0], i, rng)
+				if err := c.do(); err != nil {
 					failed.Add(1)
 					firstErr.CompareAndSwap(nil, err)
 					continue
 				}
 				ok.Add(1)
 			}
-		}(c, l.rngs[i])
+		}(i, c, l.rngs[i])
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
@@ -359,14 +427,10 @@ func (l *load) run(d time.Duration) (int64, float64, error) {
 // generator (net/http's client adds two goroutines and a dozen allocations a request). It checks
 // the status and reads the whole body (Content-Length); anything else is an error.
 type loadClient struct {
-	addr, path, key string
-	conn            net.Conn
-	br              *bufio.Reader
-	req             []byte
-}
-
-func newLoadClient(addr, path, key string) *loadClient {
-	return &loadClient{addr: addr, path: path, key: key, req: make([]byte, 0, 256)}
+	addr string
+	conn net.Conn
+	br   *bufio.Reader
+	req  []byte
 }
 
 func (c *loadClient) close() {
@@ -376,7 +440,8 @@ func (c *loadClient) close() {
 	}
 }
 
-func (c *loadClient) get(page int) error {
+// do sends c.req and reads the answer.
+func (c *loadClient) do() error {
 	if c.conn == nil {
 		conn, err := net.Dial("tcp", c.addr)
 		if err != nil {
@@ -389,22 +454,14 @@ func (c *loadClient) get(page int) error {
 			c.br.Reset(conn)
 		}
 	}
-	b := append(c.req[:0], "GET "...)
-	b = append(b, c.path...)
-	b = strconv.AppendInt(b, int64(page), 10)
-	b = append(b, " HTTP/1.1\r\nHost: "...)
-	b = append(b, c.addr...)
-	b = append(b, "\r\n"+headerAPIKey+": "...)
-	b = append(b, c.key...)
-	b = append(b, "\r\n\r\n"...)
-	c.req = b
-	if _, err := c.conn.Write(b); err != nil {
+	if _, err := c.conn.Write(c.req); err != nil {
 		c.close()
 		return err
 	}
 	if err := c.readResponse(); err != nil {
 		c.close()
-		return fmt.Errorf("GET %s%d: %w", c.path, page, err)
+		line, _, _ := bytes.Cut(c.req, []byte("\r\n"))
+		return fmt.Errorf("%s: %w", line, err)
 	}
 	return nil
 }

@@ -11,8 +11,11 @@ import (
 
 // The targets (forum-svc/README.md, "Tests and benchmark").
 const (
-	maxLatencyRatio    = 1.5  // last page / first page, medians
-	minThroughputRatio = 0.50 // HTTP requests/s / pgbench transactions/s
+	maxLatencyRatio     = 1.5  // last page / first page, medians
+	minThroughputRatio  = 0.50 // HTTP requests/s / pgbench transactions/s
+	maxListLatencyRatio = 3.0  // the conversation list's last page / first page, medians
+	minReplyOneRatio    = 0.50 // replies into one conversation: HTTP requests/s / pgbench tps
+	minReplyManyRatio   = 0.70 // replies into replyConvs conversations
 )
 
 // report turns the results into the figures, each beside its target.
@@ -31,7 +34,17 @@ func report(r results, o options) *bench.Report {
 	fmt.Printf("pgbench script (the statement each request runs, as the service sent it):\n    %s\n",
 		strings.ReplaceAll(strings.TrimSpace(r.script), "\n", "\n    "))
 
-	rep := &bench.Report{Title: "forum-svc: 1 conversation of " + fmt.Sprint(o.messages) + " messages"}
+	for _, sc := range r.replies {
+		fmt.Printf("replies, %s:\n", sc.name)
+		for i := range sc.run.rps {
+			fmt.Printf("  round %d: HTTP %.0f replies/s, pgbench %.0f transactions/s: %.2f\n",
+				i+1, sc.run.rps[i], sc.run.tps[i], sc.run.rps[i]/sc.run.tps[i])
+		}
+	}
+	fmt.Printf("pgbench script of a reply (the statements the service ran for one, in its order):\n    %s\n",
+		strings.ReplaceAll(strings.TrimSpace(r.replyScript), "\n", "\n    "))
+
+	rep := &bench.Report{Title: fmt.Sprintf("forum-svc: 1 conversation of %d messages; a user in %d conversations", o.messages, o.conversations)}
 	own := r.runs[0]
 	latencyRatio := float64(own.lastPage) / float64(own.firstPage)
 	rep.Add("first page latency, median", us(own.firstPage), "", true)
@@ -43,6 +56,24 @@ func report(r results, o options) *bench.Report {
 		fmt.Sprintf("≥ %.2f", minThroughputRatio), own.ratio() >= minThroughputRatio)
 	rep.Add("CPU per request: service", cpu(own.serviceCPU), "", true)
 	rep.Add("CPU per request: load generator", cpu(own.loadCPU), "", true)
+
+	listRatio := float64(r.list.lastPage) / float64(r.list.firstPage)
+	rep.Add("conversation list: first page latency, median", us(r.list.firstPage), "", true)
+	rep.Add(fmt.Sprintf("conversation list: last page (%d) latency, median", (o.conversations+perPage-1)/perPage), us(r.list.lastPage), "", true)
+	rep.Add("conversation list: last/first page latency", fmt.Sprintf("%.2f", listRatio),
+		fmt.Sprintf("≤ %.1f", maxListLatencyRatio), listRatio <= maxListLatencyRatio)
+	for _, p := range r.list.plans {
+		rep.Add("conversation list: plan of the "+p.name+" (last page)", p.String(),
+			fmt.Sprintf("the inbox index, no sort > %d rows", perPage), p.ok())
+	}
+	for _, sc := range r.replies {
+		t := sc.run
+		rep.Add("replies, "+sc.name+": HTTP replies/s, mean of rounds", fmt.Sprintf("%.0f", mean(t.rps)),
+			fmt.Sprintf("pgbench %.0f tps", mean(t.tps)), true)
+		rep.Add("replies, "+sc.name+": HTTP/pgbench", fmt.Sprintf("%.2f", t.ratio()),
+			fmt.Sprintf("≥ %.2f", sc.min), t.ratio() >= sc.min)
+		rep.Add("replies, "+sc.name+": service CPU per reply", cpu(t.serviceCPU), "", true)
+	}
 	// A compared binary is no target: its figures say what this build gains over it.
 	for _, t := range r.runs[1:] {
 		rep.Add("compared: "+t.name+": HTTP page requests/s", fmt.Sprintf("%.0f", mean(t.rps)),

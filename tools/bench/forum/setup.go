@@ -15,13 +15,21 @@ import (
 	"forumstats.local/tools/stack"
 )
 
-// The bench's data: one conversation between users 1 and 2, read by user 1 with 20 messages a
-// page (the schema's default page size).
+// The bench's data: one long conversation between users 1 and 2, read by user 1 with 20 messages
+// a page (the schema's default page size); user 1's inbox of o.conversations conversations (the
+// long one and short ones with user 2), listed 20 a page (the default discussionsPerPage); and
+// replyConvs short conversations of users 3 and 4, into which user 3 replies.
 const (
-	convID  = 1
-	userID  = 1
-	perPage = 20
-	t0      = 1_767_225_600
+	convID     = 1
+	userID     = 1
+	perPage    = 20
+	t0         = 1_767_225_600
+	replyUser  = 3
+	replyConvs = 16
+	// The rest of the forum: a user's inbox is a small part of conversation_participants, as
+	// on a real forum, which is what the planner's choice of the inbox index depends on.
+	otherUsers = 1000
+	otherConvs = 50_000
 )
 
 // benchEnv is forum-svc serving a filled database.
@@ -30,14 +38,19 @@ type benchEnv struct {
 	others   []*stack.Service // the -compare binaries, on the same database
 	dbURL    string
 	key      string // a user key of userID with conversation:read
+	writeKey string // a user key of replyUser with conversation:read and conversation:write
 	lastPage int
+	// listPages is the number of pages of user 1's conversation list; replyConv is the first of
+	// the reply conversations (replyConv .. replyConv+replyConvs-1).
+	listPages, replyConv int
 	bench.Cleanups
 }
 
 // setup builds forum-svc, creates and fills the bench database through the service's commands and
 // plain SQL, and starts the service on it.
 func setup(ctx context.Context, o options) (_ *benchEnv, err error) {
-	e := &benchEnv{lastPage: (o.messages + perPage - 1) / perPage}
+	e := &benchEnv{lastPage: (o.messages + perPage - 1) / perPage, listPages: (o.conversations + perPage - 1) / perPage,
+		replyConv: o.conversations + 1}
 	defer e.CloseOnError(&err)
 	bin, dbURL, env, err := e.Prepare(ctx, stack.Forum, o.Flags)
 	if err != nil {
@@ -45,14 +58,18 @@ func setup(ctx context.Context, o options) (_ *benchEnv, err error) {
 	}
 	e.dbURL = dbURL
 	start := time.Now()
-	if err := fill(ctx, e.dbURL, o.messages); err != nil {
+	if err := fill(ctx, e.dbURL, o.messages, o.conversations); err != nil {
 		return nil, fmt.Errorf("fill: %w", err)
 	}
-	if e.key, err = createKey(ctx, bin, env); err != nil {
+	if e.key, err = createKey(ctx, bin, env, userID, "conversation:read"); err != nil {
 		return nil, err
 	}
-	fmt.Printf("database %s: 1 conversation of %d messages (%d pages of %d), filled in %.1f s\n",
-		o.DB, o.messages, e.lastPage, perPage, time.Since(start).Seconds())
+	if e.writeKey, err = createKey(ctx, bin, env, replyUser, "conversation:read,conversation:write"); err != nil {
+		return nil, err
+	}
+	fmt.Printf("database %s: 1 conversation of %d messages (%d pages of %d); user %d in %d conversations; "+
+		"%d conversations to reply to; filled in %.1f s\n",
+		o.DB, o.messages, e.lastPage, perPage, userID, o.conversations, replyConvs, time.Since(start).Seconds())
 
 	if e.svc, err = e.StartService(stack.Forum, bin, append(env, serviceEnv...)); err != nil {
 		return nil, err
@@ -72,17 +89,22 @@ func setup(ctx context.Context, o options) (_ *benchEnv, err error) {
 // service's hands; writing them into the bench's pipe would measure the bench's reading.
 var serviceEnv = []string{"RATE_LIMIT_PER_MINUTE=1073741824", "RATE_LIMIT_BURST=1073741824", "LOG_LEVEL=warn"}
 
-// fill writes two users, the conversation, its participants and n messages in set-based
-// statements. Dates advance every third message, so ties on message_date are common; positions
-// follow (message_date, message_id) order, which here is message_id order.
-func fill(ctx context.Context, dbURL string, n int) error {
+// fill writes the long conversation of n messages, user 1's other conversations (inbox in all),
+// the reply conversations and everybody else's, in set-based statements, then moves the id
+// sequences past the ids written (as forum-svc seed does), so that the service's new messages get
+// the next ids. The long conversation's dates advance every third message, so ties on
+// message_date are common; positions follow (message_date, message_id) order, which here is
+// message_id order. The inbox's activity dates are a permutation of its conversations (7919 is
+// prime to any inbox size the bench takes), so the list's order is not the ids' order; a third
+// of it is unread and a tenth starred.
+func fill(ctx context.Context, dbURL string, n, inbox int) error {
 	conn, err := sql.Open("pgx", dbURL)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	for _, q := range []string{
-		`INSERT INTO users (user_id, username) VALUES (1, 'alice'), (2, 'bob')`,
+		`INSERT INTO users (user_id, username) VALUES (1, 'alice'), (2, 'bob'), (3, 'carol'), (4, 'dave')`,
 		`INSERT INTO conversations (conversation_id, title, user_id) VALUES (1, 'A long conversation', 1)`,
 		`INSERT INTO conversation_participants (conversation_id, user_id, last_read_date) VALUES (1, 1, 0), (1, 2, 0)`,
 		fmt.Sprintf(`INSERT INTO conversation_messages (message_id, conversation_id, user_id, message, message_date, position)
@@ -93,7 +115,41 @@ func fill(ctx context.Context, dbURL string, n int) error {
 		   first_message_id = 1, start_date = (SELECT message_date FROM conversation_messages WHERE message_id = 1),
 		   last_message_id = (SELECT MAX(message_id) FROM conversation_messages),
 		   last_message_date = (SELECT MAX(message_date) FROM conversation_messages)`,
-		`ANALYZE`,
+		// The inbox: conversations 2..inbox with user 2, started by either, one message each.
+		fmt.Sprintf(`INSERT INTO conversations (conversation_id, title, user_id, start_date, message_count,
+		   first_message_id, last_message_id, last_message_date)
+		 SELECT g, 'Conversation ' || g, 1 + g %% 2, d, 1, %[1]d + g, %[1]d + g, d
+		 FROM generate_series(2, %[2]d) AS g, LATERAL (SELECT %[3]d + (g * 7919 %% %[2]d) * 60 AS d) AS dates`, n, inbox, t0),
+		// The reply conversations: user 3 and user 4.
+		fmt.Sprintf(`INSERT INTO conversations (conversation_id, title, user_id, start_date, message_count,
+		   first_message_id, last_message_id, last_message_date)
+		 SELECT g, 'Replies ' || g, 3, %[3]d, 1, %[1]d + g, %[1]d + g, %[3]d
+		 FROM generate_series(%[2]d + 1, %[2]d + %[4]d) AS g`, n, inbox, t0, replyConvs),
+		// Everybody else's: users 5..1004, two a conversation.
+		fmt.Sprintf(`INSERT INTO users (user_id, username) SELECT g, 'user' || g FROM generate_series(5, %d) AS g`, 4+otherUsers),
+		fmt.Sprintf(`INSERT INTO conversations (conversation_id, title, user_id, start_date, message_count,
+		   first_message_id, last_message_id, last_message_date)
+		 SELECT %[1]d + g, 'Conversation ' || g, 5 + g %% %[4]d, %[3]d + g, 1, %[5]d + g, %[5]d + g, %[3]d + g
+		 FROM generate_series(1, %[2]d) AS g`, inbox+replyConvs, otherConvs, t0, otherUsers, n+inbox+replyConvs),
+		fmt.Sprintf(`INSERT INTO conversation_participants (conversation_id, user_id, last_read_date)
+		 SELECT c.conversation_id, u, c.last_message_date
+		 FROM conversations c, LATERAL (SELECT c.conversation_id - %[1]d AS g) AS k,
+		      LATERAL (VALUES (c.user_id), (5 + (k.g %% %[2]d + 1 + k.g / %[2]d %% %[3]d) %% %[2]d)) AS p (u)
+		 WHERE c.conversation_id > %[1]d`, inbox+replyConvs, otherUsers, otherUsers-1),
+		fmt.Sprintf(`INSERT INTO conversation_messages (message_id, conversation_id, user_id, message, message_date, position)
+		 SELECT %d + conversation_id, conversation_id, user_id, 'The first message of ' || title, start_date, 1
+		 FROM conversations WHERE conversation_id > 1`, n),
+		fmt.Sprintf(`INSERT INTO conversation_participants (conversation_id, user_id, last_read_date, starred)
+		 SELECT c.conversation_id, u.user_id,
+		        CASE WHEN c.conversation_id %% 3 = 0 AND u.user_id <> c.user_id THEN 0 ELSE c.last_message_date END,
+		        c.conversation_id %% 10 = 0
+		 FROM conversations c, (VALUES (1), (2), (3), (4)) AS u (user_id)
+		 WHERE c.conversation_id BETWEEN 2 AND %d AND (u.user_id IN (1, 2)) = (c.user_id IN (1, 2))`, inbox+replyConvs),
+		`UPDATE conversation_participants p SET last_message_date = c.last_message_date
+		 FROM conversations c WHERE c.conversation_id = p.conversation_id`,
+		`SELECT setval(pg_get_serial_sequence('conversations', 'conversation_id'), (SELECT MAX(conversation_id) FROM conversations))`,
+		`SELECT setval(pg_get_serial_sequence('conversation_messages', 'message_id'), (SELECT MAX(message_id) FROM conversation_messages))`,
+		`VACUUM ANALYZE`,
 	} {
 		if _, err := conn.ExecContext(ctx, q); err != nil {
 			return err
@@ -102,10 +158,11 @@ func fill(ctx context.Context, dbURL string, n int) error {
 	return nil
 }
 
-// createKey creates the reader's key with `forum-svc apikey create`, which prints it on stdout.
-func createKey(ctx context.Context, bin string, env []string) (string, error) {
+// createKey creates a user key of user with scopes (space-separated) with `forum-svc apikey
+// create`, which prints it on stdout.
+func createKey(ctx context.Context, bin string, env []string, user int, scopes string) (string, error) {
 	stdout, stderr, err := stack.RunSplit(ctx, time.Minute, bin, env, "apikey", "create",
-		"--type", "user", "--user-id", strconv.Itoa(userID), "--scopes", "conversation:read")
+		"--type", "user", "--user-id", strconv.Itoa(user), "--scopes", scopes)
 	if err != nil {
 		return "", fmt.Errorf("forum-svc apikey create: %w\n%s", err, stderr)
 	}

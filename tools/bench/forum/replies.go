@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Replies: replyClients clients post replies as user 3, all into one conversation (every reply
+// waits for the conversation's row lock) or each into its own; pgbench runs the statements the
+// service ran for a reply, in the same shapes, in alternating rounds.
+
+// withHousekeeping adds to a request's own roles the statements any request may run but a
+// script leaves out: auth's lookups on a cache miss, and pgx's check of a connection idle for a
+// second before it is reused.
+func withHousekeeping(roles []role) []role {
+	return append(roles,
+		role{name: "API key", marker: "FROM api_keys WHERE key_hash", cached: true},
+		role{name: "acting user", marker: "SELECT 1 FROM users WHERE user_id", cached: true},
+		role{name: "connection check", marker: "-- ping", cached: true})
+}
+
+// replyText is every reply's message.
+const replyText = "A reply from the benchmark, about as long as a short chat message usually is."
+
+// replyRoles are the statements forum-svc runs for POST /api/conversation-messages/ without an
+// Idempotency-Key, in its order: the forum options (the message's length limit), then the
+// transaction of store.Reply; auth's statements run on a cache miss only. The parameters follow
+// the store's statements; bindParams fails when their number changes. pgbench's \set takes
+// numbers only, so the text goes in as a literal.
+func replyRoles() []role {
+	text := sqlString(replyText)
+	return withHousekeeping([]role{
+		{name: "options", marker: "FROM forum_options"},
+		{name: "begin", marker: "begin"},
+		{name: "lock the conversation", marker: "FOR UPDATE", params: []string{":conv", ":uid"}},
+		{name: "insert the message", marker: "INSERT INTO conversation_messages", gset: true,
+			params: []string{":conv", ":uid", text, ":date", ":conv"}},
+		{name: "move the conversation", marker: "UPDATE conversations SET message_count",
+			params: []string{":message_id", ":date", ":conv"}},
+		// left_state: 1 (left) comes back as 0 (in); forum-svc's store.stateLeft and stateIn.
+		{name: "move the participants", marker: "UPDATE conversation_participants SET last_message_date",
+			params: []string{":date", "1", "0", ":uid", ":date", ":date", ":date", ":date", ":conv"}},
+		{name: "read the message", marker: "FROM conversation_messages m", params: []string{":uid", ":message_id"}},
+		{name: "read the recipients", marker: "ORDER BY p.user_id", params: []string{":conv", ":uid"}},
+		{name: "commit", marker: "commit"},
+	})
+}
+
+// replyScenario is one reply throughput measurement.
+type replyScenario struct {
+	name  string
+	convs int // conversations the clients reply to: client i into replyConv + i % convs
+	min   float64
+	run   *throughput
+}
+
+// replyRequests posts replyText as client i's reply.
+func replyRequests(addr, key string, firstConv, convs int) requestFunc {
+	text := url.QueryEscape(replyText)
+	return func(b []byte, i int, _ *rand.Rand) []byte {
+		form := "conversation_id=" + strconv.Itoa(firstConv+i%convs) + "&message=" + text
+		return postForm(b, addr, "/api/conversation-messages/", key, form)
+	}
+}
+
+// measureReplies captures the reply statements, then runs each scenario's rounds.
+func measureReplies(ctx context.Context, e *benchEnv, o options, scenarios []*replyScenario) (string, error) {
+	capture := newLoad(e.svc.Addr, o.clients, replyRequests(e.svc.Addr, e.writeKey, e.replyConv, replyConvs))
+	defer capture.close()
+	statements, err := sampleStatements(ctx, e.dbURL, func() error {
+		_, _, err := capture.run(2 * time.Second)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	roles := replyRoles()
+	ordered, err := matchRoles(statements, roles)
+	if err != nil {
+		return "", err
+	}
+	var shown string
+	for _, sc := range scenarios {
+		conv := strconv.Itoa(e.replyConv)
+		if sc.convs > 1 {
+			conv += " + :client_id % " + strconv.Itoa(sc.convs)
+		}
+		script, err := rolesScript([]string{
+			"conv " + conv, "uid " + strconv.Itoa(replyUser), "date " + strconv.FormatInt(time.Now().Unix(), 10),
+		}, ordered, roles)
+		if err != nil {
+			return "", err
+		}
+		shown = script
+		pg, err := newPgbench(e.dbURL, script, o.clients)
+		if err != nil {
+			return "", err
+		}
+		sc.run = &throughput{name: sc.name, svc: e.svc,
+			load: newLoad(e.svc.Addr, o.clients, replyRequests(e.svc.Addr, e.writeKey, e.replyConv, sc.convs))}
+		err = measureThroughput([]*throughput{sc.run}, pg, o)
+		sc.run.load.close()
+		pg.cleanup()
+		if err != nil {
+			return "", err
+		}
+	}
+	return shown, nil
+}
