@@ -24,7 +24,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"time"
 
 	"forumstats.local/tools/bench"
@@ -45,7 +44,7 @@ type options struct {
 func main() {
 	o, err := parseFlags()
 	if err == nil {
-		err = run(context.Background(), o)
+		err = run(o)
 	}
 	bench.Exit("forum-bench", err)
 }
@@ -70,17 +69,9 @@ func parseFlags() (options, error) {
 	return o, o.Check()
 }
 
-func run(ctx context.Context, o options) error {
-	env, err := setup(ctx, o)
-	if err != nil {
-		return err
-	}
-	defer env.Close()
-	res, err := measure(ctx, env, o)
-	if err != nil {
-		return err
-	}
-	r := report(res, o)
-	r.Print(os.Stdout)
-	return r.Err()
+func run(o options) error {
+	return bench.Run(
+		func(ctx context.Context) (*benchEnv, error) { return setup(ctx, o) },
+		func(ctx context.Context, e *benchEnv) (results, error) { return measure(ctx, e, o) },
+		func(_ *benchEnv, r results) *bench.Report { return report(r, o) })
 }

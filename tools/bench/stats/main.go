@@ -32,9 +32,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"forumstats.local/tools/bench"
@@ -91,18 +89,8 @@ func parseFlags() (options, error) {
 }
 
 func run(o options) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	env, err := setup(ctx, o)
-	if err != nil {
-		return err
-	}
-	defer env.Close()
-	res, err := measure(ctx, env, o)
-	if err != nil {
-		return err
-	}
-	r := report(env, res, o)
-	r.Print(os.Stdout)
-	return r.Err()
+	return bench.Run(
+		func(ctx context.Context) (*benchEnv, error) { return setup(ctx, o) },
+		func(ctx context.Context, e *benchEnv) (results, error) { return measure(ctx, e, o) },
+		func(e *benchEnv, r results) *bench.Report { return report(e, r, o) })
 }
