@@ -38,6 +38,10 @@ type results struct {
 	list        listResults
 	replies     []*replyScenario
 	replyScript string // the pgbench script of a reply (the last scenario's)
+	// After the reply runs: the reply conversations and their messages, and the first that
+	// breaks positions 1..N or its counters ("" when none).
+	replyConvsChecked, replyMessages int64
+	replyBroken                      string
 }
 
 // throughput is one service's figures: its page latencies and its side of the throughput rounds.
@@ -95,7 +99,8 @@ func measure(ctx context.Context, e *benchEnv, o options) (results, error) {
 	if r.replyScript, err = measureReplies(ctx, e, o, r.replies); err != nil {
 		return r, fmt.Errorf("replies: %w", err)
 	}
-	return r, nil
+	r.replyConvsChecked, r.replyMessages, r.replyBroken, err = replyIntegrity(ctx, e)
+	return r, err
 }
 
 // measureLatency times the first and the last page of every build alternately, so that drift

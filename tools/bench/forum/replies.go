@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"math/rand/v2"
 	"net/url"
 	"strconv"
@@ -109,4 +111,40 @@ func measureReplies(ctx context.Context, e *benchEnv, o options, scenarios []*re
 		}
 	}
 	return shown, nil
+}
+
+// replyIntegrity checks the reply conversations after the runs (the service's replies and
+// pgbench's, thousands of them under contention): in each, positions are 1..N without gaps or
+// repeats, and message_count and last_message_id agree with the messages. It returns the
+// conversations checked, the messages in them, and the first conversation that is wrong.
+func replyIntegrity(ctx context.Context, e *benchEnv) (convs, messages int64, bad string, err error) {
+	conn, err := sql.Open("pgx", e.dbURL)
+	if err != nil {
+		return 0, 0, "", err
+	}
+	defer conn.Close()
+	rows, err := conn.QueryContext(ctx, `
+SELECT c.conversation_id, c.message_count, COUNT(m.message_id), COUNT(DISTINCT m.position),
+       COALESCE(MIN(m.position), 0), COALESCE(MAX(m.position), 0), c.last_message_id, COALESCE(MAX(m.message_id), 0)
+FROM conversations c LEFT JOIN conversation_messages m ON m.conversation_id = c.conversation_id
+WHERE c.conversation_id BETWEEN $1 AND $2
+GROUP BY c.conversation_id, c.message_count, c.last_message_id
+ORDER BY c.conversation_id`, e.replyConv, e.replyConv+replyConvs-1)
+	if err != nil {
+		return 0, 0, "", err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, count, n, distinct, lo, hi, last, maxID int64
+		if err := rows.Scan(&id, &count, &n, &distinct, &lo, &hi, &last, &maxID); err != nil {
+			return 0, 0, "", err
+		}
+		convs++
+		messages += n
+		if bad == "" && (count != n || distinct != n || lo != 1 || hi != n || last != maxID) {
+			bad = fmt.Sprintf("conversation %d: message_count %d, %d messages, %d distinct positions %d..%d, last_message_id %d (newest %d)",
+				id, count, n, distinct, lo, hi, last, maxID)
+		}
+	}
+	return convs, messages, bad, rows.Err()
 }

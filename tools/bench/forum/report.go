@@ -74,6 +74,11 @@ func report(r results, o options) *bench.Report {
 			fmt.Sprintf("≥ %.2f", sc.min), t.ratio() >= sc.min)
 		rep.Add("replies, "+sc.name+": service CPU per reply", cpu(t.serviceCPU), "", true)
 	}
+	integrity := fmt.Sprintf("%d conversations, %d messages: positions 1..N, counters agree", r.replyConvsChecked, r.replyMessages)
+	if r.replyBroken != "" {
+		integrity = r.replyBroken
+	}
+	rep.Add("replies: the conversations afterwards", integrity, "no gap, repeat or stale counter", r.replyBroken == "" && r.replyConvsChecked == replyConvs)
 	// A compared binary is no target: its figures say what this build gains over it.
 	for _, t := range r.runs[1:] {
 		rep.Add("compared: "+t.name+": HTTP page requests/s", fmt.Sprintf("%.0f", mean(t.rps)),
