@@ -31,3 +31,18 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParse holds Parse to url.ParseQuery wherever the standard parser accepts the whole text:
+// the two differ only on what ParseQuery refuses (broken escapes, semicolons).
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"", "a=1&b=2&a=3", "a+b=c+d&e%20f=%41", "page=%zz", "a=1;b=2", "&&=&"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		got := Parse(raw)
+		want, err := url.ParseQuery(raw)
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("Parse(%q) = %v; url.ParseQuery = %v", raw, got, want)
+		}
+	})
+}
