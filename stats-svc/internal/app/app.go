@@ -122,19 +122,28 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
 		c.Run(watch)
 	}()
 
-	s.Handler = server.New(server.Options{
+	s.Handler = Handler(log, c, gdb, time.Now)
+	s.registerChatMetrics(gdb, reads, log)
+	return s, nil
+}
+
+// Handler is the service's HTTP handler: shared/server's middleware and probes (/readyz pings
+// database), the API answering from reports at the clock now, and the dashboard. New serves it
+// over the cache; the API tests build it over their own store and fixed clock, so that they
+// answer every route as production does.
+func Handler(log *slog.Logger, reports httpapi.Reports, database *gorm.DB, now func() time.Time) *echo.Echo {
+	e := server.New(server.Options{
 		Name:         "stats-svc",
 		Logger:       log,
 		ErrorHandler: httpapi.ErrorHandler,
 		// Redis is not a readiness dependency: without it the service still
 		// answers, from the database. Nor is the read replica: the primary answers
 		// while it is down.
-		Ready: []server.Check{{Name: "database", Fn: db.Ping(gdb)}},
+		Ready: []server.Check{{Name: "database", Fn: db.Ping(database)}},
 	})
-	httpapi.Register(s.Handler, c, time.Now)
-	web.Register(s.Handler) // the dashboard at /
-	s.registerChatMetrics(gdb, reads, log)
-	return s, nil
+	httpapi.Register(e, reports, now)
+	web.Register(e) // the dashboard at /
+	return e
 }
 
 // registerChatMetrics exports the stored counts on /metrics (the default registry, which

@@ -20,8 +20,8 @@ import (
 
 	"forumstats.local/shared/migrate"
 	"forumstats.local/shared/reports"
-	"forumstats.local/shared/server"
 	"forumstats.local/shared/testutil"
+	"forumstats.local/stats-svc/internal/app"
 	"forumstats.local/stats-svc/internal/cache"
 	"forumstats.local/stats-svc/internal/httpapi"
 	"forumstats.local/stats-svc/internal/report"
@@ -198,8 +198,8 @@ type stackOptions struct {
 
 var prefixSeq atomic.Int64
 
-// newStack serves the real handler (shared server middleware, error
-// handler, cache over store) on a loopback port with the fixed clock.
+// newStack serves the service's handler (app.Handler: shared/server's middleware and probes, the
+// API over the cache or the store, the dashboard) on a loopback port with the fixed clock.
 func newStack(t *testing.T, gdb *gorm.DB, o stackOptions) *stack {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -222,9 +222,7 @@ func newStack(t *testing.T, gdb *gorm.DB, o stackOptions) *stack {
 		}
 		reportsAPI = s.cache
 	}
-	e := server.New(server.Options{Name: "stats-svc-test", Logger: log, ErrorHandler: httpapi.ErrorHandler})
-	httpapi.Register(e, reportsAPI, func() time.Time { return testNow })
-	srv := httptest.NewServer(e)
+	srv := httptest.NewServer(app.Handler(log, reportsAPI, gdb, func() time.Time { return testNow }))
 	t.Cleanup(srv.Close)
 	s.url = srv.URL
 	return s

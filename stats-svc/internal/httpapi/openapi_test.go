@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io/fs"
+	"maps"
 	"net/http"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
 
 	"forumstats.local/shared/db"
 	"forumstats.local/shared/testutil/openapitest"
@@ -29,8 +34,17 @@ func TestOpenAPIServed(t *testing.T) {
 	}
 }
 
+// The dashboard's files are text; openapi3filter decodes only the types it knows, so that their
+// bodies (and a multi-range answer) are validated as the strings the document declares.
+func init() {
+	for _, mime := range []string{"text/html", "text/css", "text/javascript", "multipart/byteranges"} {
+		openapi3filter.RegisterBodyDecoder(mime, openapi3filter.PlainBodyDecoder)
+	}
+}
+
 // Real answers of every documented operation, for requests that reach every status each one
-// documents, validate against the document (kin-openapi's openapi3filter, OpenAPI 3.1).
+// documents, validate against the document (kin-openapi's openapi3filter, OpenAPI 3.1). The
+// stacks serve app.Handler, so that the probes and the dashboard answer as in production.
 func TestAnswersMatchOpenAPI(t *testing.T) {
 	c := openapitest.New(t, httpapi.OpenAPI())
 	doc := c.Doc
@@ -38,12 +52,14 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 		t.Fatalf("openapi %s, want 3.1", doc.OpenAPI)
 	}
 	good := newStack(t, pgDB(t), stackOptions{redis: newRedis(t, "")})
-	broken, err := db.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "empty.db"), nil)
+	// A service whose database is closed: every read of the store fails (500) and /readyz
+	// answers 503.
+	broken, err := db.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "closed.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close(broken) })
 	bad := newStack(t, broken, stackOptions{direct: true})
+	db.Close(broken)
 
 	valid := map[string]string{
 		statsPath:  "period=week&date=2026-11-20",
@@ -69,27 +85,45 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 	// The body limit (1 MiB) refuses a declared Content-Length over it before routing, whatever
 	// the method.
 	big := bytes.Repeat([]byte("b"), 1<<20+1)
-	for path := range doc.Paths.Map() {
+	for path, item := range doc.Paths.Map() {
+		files := fileNames(item)
+		concrete := path
+		if len(files) > 0 {
+			concrete = strings.Replace(path, "{file}", files[0], 1)
+		}
 		base := strings.TrimSuffix(path, "/")
 		q, isAPI := valid[base]
-		for _, method := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"} {
-			check(good.url, method, path, q, nil, big...)
+		for _, method := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"} {
+			check(good.url, method, concrete, q, nil, big...)
 		}
 		for _, method := range []string{"GET", "HEAD"} {
-			check(good.url, method, path, q, nil)
-			check(good.url, method, path, q, map[string]string{"If-None-Match": "*"})
-			check(good.url, method, path, q+"&x="+strings.Repeat("y", 20<<10), nil)
-			check(good.url, method, path, q, map[string]string{"X-Big": strings.Repeat("z", 40<<10)})
+			check(good.url, method, concrete, q, nil)
+			check(good.url, method, concrete, q, map[string]string{"If-None-Match": "*"})
+			check(good.url, method, concrete, q+"&x="+strings.Repeat("y", 20<<10), nil)
+			check(good.url, method, concrete, q, map[string]string{"X-Big": strings.Repeat("z", 40<<10)})
+			check(bad.url, method, concrete, q, nil) // 500 on the API, 503 on /readyz
 			if isAPI {
-				check(good.url, method, path, q+"&server=x", nil)
-				check(good.url, method, path, q+"&server=4", nil)
-				check(bad.url, method, path, q, nil)
+				check(good.url, method, concrete, q+"&server=x", nil)
+				check(good.url, method, concrete, q+"&server=4", nil)
+			}
+			if path == "/" || strings.HasPrefix(path, "/static/") {
+				// net/http's file server: ranges, preconditions.
+				check(good.url, method, concrete, "", map[string]string{"Range": "bytes=0-9"})
+				check(good.url, method, concrete, "", map[string]string{"Range": "bytes=0-1,3-4"})
+				check(good.url, method, concrete, "", map[string]string{"Range": "bytes=999999999-"})
+				check(good.url, method, concrete, "", map[string]string{"If-Match": `"x"`})
+			}
+			if len(files) > 0 {
+				for _, f := range files[1:] {
+					check(good.url, method, strings.Replace(path, "{file}", f, 1), "", nil)
+				}
+				check(good.url, method, strings.Replace(path, "{file}", "index.html", 1), "", nil) // 404
 			}
 		}
-		for _, method := range []string{"POST", "PUT", "PATCH", "DELETE", "OPTIONS"} {
-			check(good.url, method, path, q, nil)
-			check(good.url, method, path, q+"&x="+strings.Repeat("y", 20<<10), nil)
-			check(good.url, method, path, q, map[string]string{"X-Big": strings.Repeat("z", 40<<10)})
+		for _, method := range []string{"POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"} {
+			check(good.url, method, concrete, q, nil)
+			check(good.url, method, concrete, q+"&x="+strings.Repeat("y", 20<<10), nil)
+			check(good.url, method, concrete, q, map[string]string{"X-Big": strings.Repeat("z", 40<<10)})
 		}
 	}
 	// Every status every operation documents was reached.
@@ -98,6 +132,51 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 	}
 	if c.Reached() < 100 {
 		t.Fatalf("only %d method/path/status combinations reached", c.Reached())
+	}
+}
+
+// fileNames lists the values the document allows for a path's {file} parameter (none: the path
+// has none).
+func fileNames(item *openapi3.PathItem) []string {
+	for _, p := range item.Parameters {
+		if p.Value.Name == "file" {
+			var names []string
+			for _, v := range p.Value.Schema.Value.Enum {
+				names = append(names, v.(string))
+			}
+			return names
+		}
+	}
+	return nil
+}
+
+// The document lists every file of the dashboard (internal/web/static) at its path: index.html
+// as /, the others under /static/, and no file that is not there.
+func TestOpenAPIListsEveryDashboardFile(t *testing.T) {
+	doc := openapitest.New(t, httpapi.OpenAPI()).Doc
+	documented := map[string]bool{}
+	for path, item := range doc.Paths.Map() {
+		switch {
+		case path == "/":
+			documented["/index.html"] = true
+		case strings.HasPrefix(path, "/static/"):
+			for _, f := range fileNames(item) {
+				documented[strings.TrimPrefix(strings.Replace(path, "{file}", f, 1), "/static")] = true
+			}
+		}
+	}
+	onDisk := map[string]bool{}
+	err := fs.WalkDir(os.DirFS("../web/static"), ".", func(name string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			onDisk["/"+name] = true
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(documented, onDisk) {
+		t.Fatalf("documented %v, served %v", slices.Sorted(maps.Keys(documented)), slices.Sorted(maps.Keys(onDisk)))
 	}
 }
 
