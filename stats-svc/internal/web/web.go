@@ -41,9 +41,37 @@ func Register(e *echo.Echo) {
 			r.URL.Path = "/" + name
 		}
 		c.Response().Header().Set("Cache-Control", "public, max-age=60")
-		files.ServeHTTP(c.Response(), r)
+		w := &refusals{ResponseWriter: c.Response()}
+		files.ServeHTTP(w, r)
+		if w.status != 0 {
+			c.Response().Header().Del("Cache-Control")
+			return echo.NewHTTPError(w.status)
+		}
 		return nil
 	}
 	e.Any("/", serve)
 	e.Any("/static/*", serve)
+}
+
+// refusals holds back the file server's refusals (412 for an If-Match, 416 for a Range outside
+// the file), which net/http writes in plain text, for the service's error handler to answer in
+// the JSON envelope like every other error; the headers the file server set (Content-Range) stay.
+type refusals struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *refusals) WriteHeader(code int) {
+	if code >= http.StatusBadRequest {
+		w.status = code
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *refusals) Write(b []byte) (int, error) {
+	if w.status != 0 {
+		return len(b), nil // the refusal's plain text
+	}
+	return w.ResponseWriter.Write(b)
 }

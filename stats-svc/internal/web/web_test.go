@@ -275,21 +275,29 @@ func TestRoutes(t *testing.T) {
 	t.Cleanup(srv.Close)
 	for _, tt := range []struct {
 		method, path string
+		header       [2]string
 		status       int
 		body, ctype  string
 	}{
-		{"GET", "/", 200, "<title>Chat statistics</title>", "text/html"},
-		{"HEAD", "/", 200, "", "text/html"},
-		{"GET", "/static/app.js", 200, "api/chat-series", "text/javascript"},
-		{"GET", "/static/vendor/uplot/uPlot.iife.min.js", 200, "uPlot", "text/javascript"},
-		{"GET", "/static/vendor/uplot/LICENSE", 200, "MIT", "text/plain"},
-		{"GET", "/static/nope.js", 404, `{"error":"not_found"}`, "application/json"},
-		{"GET", "/static/vendor/", 404, `{"error":"not_found"}`, "application/json"},
-		{"GET", "/static/index.html", 404, `{"error":"not_found"}`, "application/json"},
-		{"POST", "/", 405, `{"error":"method_not_allowed"}`, "application/json"},
-		{"DELETE", "/static/app.js", 405, `{"error":"method_not_allowed"}`, "application/json"},
+		{"GET", "/", [2]string{}, 200, "<title>Chat statistics</title>", "text/html"},
+		{"HEAD", "/", [2]string{}, 200, "", "text/html"},
+		{"GET", "/static/app.js", [2]string{}, 200, "api/chat-series", "text/javascript"},
+		{"GET", "/static/vendor/uplot/uPlot.iife.min.js", [2]string{}, 200, "uPlot", "text/javascript"},
+		{"GET", "/static/vendor/uplot/LICENSE", [2]string{}, 200, "MIT", "text/plain"},
+		{"GET", "/static/nope.js", [2]string{}, 404, `{"error":"not_found"}`, "application/json"},
+		{"GET", "/static/vendor/", [2]string{}, 404, `{"error":"not_found"}`, "application/json"},
+		{"GET", "/static/index.html", [2]string{}, 404, `{"error":"not_found"}`, "application/json"},
+		{"POST", "/", [2]string{}, 405, `{"error":"method_not_allowed"}`, "application/json"},
+		{"DELETE", "/static/app.js", [2]string{}, 405, `{"error":"method_not_allowed"}`, "application/json"},
+		// The file server's refusals in the service's envelope, not net/http's plain text.
+		{"GET", "/static/app.js", [2]string{"Range", "bytes=999999999-"}, 416, `{"error":"requested_range_not_satisfiable"}`, "application/json"},
+		{"GET", "/", [2]string{"If-Match", `"x"`}, 412, `{"error":"precondition_failed"}`, "application/json"},
+		{"GET", "/static/app.js", [2]string{"Range", "bytes=0-9"}, 206, "", "text/javascript"},
 	} {
 		req, _ := http.NewRequest(tt.method, srv.URL+tt.path, nil)
+		if tt.header[0] != "" {
+			req.Header.Set(tt.header[0], tt.header[1])
+		}
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
