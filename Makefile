@@ -35,9 +35,10 @@ test: lint lint-openapi ## Run every test (needs PostgreSQL and Redis: local por
 
 .PHONY: bench
 bench: ## The three benchmarks (tools/bench; PostgreSQL on 127.0.0.1:5432 and pgbench); each prints its figures beside its targets
-	$(GO) run ./tools/bench/stats
-	$(GO) run ./tools/bench/collector
-	$(GO) run ./tools/bench/forum
+	@# All three run even when one misses a target; the target fails at the end if any did.
+	@status=0; \
+	for b in stats collector forum; do $(GO) run ./tools/bench/$$b || { echo "make bench: $$b missed a target or failed" >&2; status=1; }; done; \
+	exit $$status
 
 .PHONY: load
 load: ## Load: each service at 64 connections for 60 s (LOAD_DURATION, LOAD_CONCURRENCY); zero errors
