@@ -56,9 +56,11 @@ func Register(e *echo.Echo, reports Reports, now func() time.Time) {
 		e.Any(path, a.handler(get))
 		e.Any(path+"/", a.handler(get))
 	}
-	e.Any("/api/openapi.json", a.handler(func(context.Context, url.Values, time.Time) (report.Answer, error) {
+	document := a.handler(func(context.Context, url.Values, time.Time) (report.Answer, error) {
 		return openAPIAnswer, nil
-	}))
+	})
+	e.Any("/api/openapi.json", document)
+	e.Any("/api/openapi.json/", document)
 }
 
 // openAPIDoc is the service's OpenAPI 3.1 document (tested against real answers).
