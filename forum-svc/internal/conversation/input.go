@@ -27,6 +27,10 @@ type Options struct {
 // MaxTitleLength bounds a title, in code points.
 const MaxTitleLength = 100
 
+// MaxMessageLength is the largest messageMaxLength a forum may set, in code points: the longest
+// message any conversation can hold.
+const MaxMessageLength = 65536
+
 // Field names of the forms.
 const (
 	FieldRecipients       = "recipient_ids"

@@ -6,10 +6,12 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
 	"forumstats.local/forum-svc/internal/auth"
+	"forumstats.local/forum-svc/internal/conversation"
 )
 
 // Summary counts what a load wrote.
@@ -42,11 +44,13 @@ func Load(ctx context.Context, gdb *gorm.DB, f *File, now time.Time) (Summary, e
 	return sum, err
 }
 
-// Longest conversation title and message text a file may hold, and the longest username.
+// The longest username (bytes) and conversation title (characters) a file may hold. A title
+// bound above the API's (conversation.MaxTitleLength) keeps the files of before it valid; counted
+// in characters, it takes every title the API writes, in any script. A message may be as long as
+// any forum lets one be (conversation.MaxMessageLength characters).
 const (
 	maxUsername = 100
 	maxTitle    = 150
-	maxMessage  = 64 << 10
 )
 
 type checker struct {
@@ -168,8 +172,8 @@ func (c *checker) checkConversations(f *File) error {
 		if strings.TrimSpace(conv.Title) == "" {
 			return refuse(path, "title must not be empty")
 		}
-		if len(conv.Title) > maxTitle {
-			return refuse(path, "title is longer than %d bytes", maxTitle)
+		if utf8.RuneCountInString(conv.Title) > maxTitle {
+			return refuse(path, "title is longer than %d characters", maxTitle)
 		}
 		if err := c.userRef(path, "user_id", conv.UserID); err != nil {
 			return err
@@ -213,8 +217,8 @@ func (c *checker) checkConversations(f *File) error {
 			if strings.TrimSpace(m.Message) == "" {
 				return refuse(mpath, "message must not be empty")
 			}
-			if len(m.Message) > maxMessage {
-				return refuse(mpath, "message is longer than %d bytes", maxMessage)
+			if utf8.RuneCountInString(m.Message) > conversation.MaxMessageLength {
+				return refuse(mpath, "message is longer than %d characters", conversation.MaxMessageLength)
 			}
 			if err := checkDate(mpath, "message_date", m.MessageDate); err != nil {
 				return err

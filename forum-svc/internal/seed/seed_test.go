@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"forumstats.local/forum-svc/internal/auth"
+	"forumstats.local/forum-svc/internal/conversation"
 	"forumstats.local/forum-svc/internal/seed"
 	"forumstats.local/forum-svc/migrations"
 	"forumstats.local/shared/db"
@@ -237,6 +238,8 @@ func TestRefusals(t *testing.T) {
 		{msg(`{"message_id": 200, "user_id": 1, "message": "x", "message_date": 1}`), "conversations[0].messages[1]: message_id 200 appears twice (also conversations[0].messages[0])"},
 		{msg(`{"message_id": 100, "user_id": 1, "message": "x", "message_date": 1}`), "conversations[0].messages[1]: message_id 100 belongs to conversation 10"},
 		{msg(`{"message_id": 201, "user_id": 1, "message": "", "message_date": 1}`), "conversations[0].messages[1]: message must not be empty"},
+		{msg(`{"message_id": 201, "user_id": 1, "message": "` + strings.Repeat("я", 65537) + `", "message_date": 1}`), "conversations[0].messages[1]: message is longer than 65536 characters"},
+		{`{"conversations": [{"conversation_id": 20, "title": "` + strings.Repeat("ж", 151) + `", "user_id": 1, "messages": []}]}`, "conversations[0]: title is longer than 150 characters"},
 		{msg(`{"message_id": 201, "user_id": 1, "message": "x"}`), "conversations[0].messages[1]: message_date is required"},
 		{msg(`{"message_id": 201, "user_id": 1, "message": "x", "message_date": -5}`), "conversations[0].messages[1]: message_date must not be negative"},
 		{msg(`{"message_id": 201, "user_id": 1, "message": "x", "message_date": 1.5}`), "conversations[0].messages[1]: json: cannot unmarshal number 1.5"},
@@ -341,6 +344,24 @@ func TestSeedOptionsAndIDs(t *testing.T) {
 			if _, err := load(t, gdb, bad); err == nil || !strings.Contains(err.Error(), "must be between") {
 				t.Errorf("%s: %v", bad, err)
 			}
+		}
+	})
+}
+
+// A file takes what the API can write: a title of 100 characters in any script (200 bytes in
+// Cyrillic), a message as long as the largest messageMaxLength.
+func TestSeedTakesWhatTheAPIWrites(t *testing.T) {
+	title := strings.Repeat("ж", conversation.MaxTitleLength)
+	message := strings.Repeat("я", conversation.MaxMessageLength)
+	dialects(t, func(t *testing.T, gdb *gorm.DB) {
+		mustLoad(t, gdb, base)
+		mustLoad(t, gdb, `{"conversations": [{"conversation_id": 30, "title": "`+title+`", "user_id": 1, "recipients": [2],
+			"messages": [{"message_id": 300, "user_id": 1, "message": "`+message+`", "message_date": 1}]}]}`)
+		var got struct{ Title, Message string }
+		gdb.Raw(`SELECT c.title, m.message FROM conversations c JOIN conversation_messages m ON m.conversation_id = c.conversation_id
+WHERE c.conversation_id = 30`).Scan(&got)
+		if got.Title != title || got.Message != message {
+			t.Fatalf("stored title %d bytes, message %d bytes; want %d and %d", len(got.Title), len(got.Message), len(title), len(message))
 		}
 	})
 }

@@ -293,7 +293,7 @@ var ForumOptions = []Option{
 	{"discussionsPerPage", "discussions_per_page", 1, 100},
 	{"maxRecipients", "max_recipients", 1, 1000},
 	// A message of the longest, in 4-byte characters percent-encoded, stays within the body limit.
-	{"messageMaxLength", "message_max_length", 1, 65536},
+	{"messageMaxLength", "message_max_length", 1, conversation.MaxMessageLength},
 }
 
 // LookupOption finds an option by name.
