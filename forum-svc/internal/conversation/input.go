@@ -219,17 +219,19 @@ func ParseRecipients(values []string, currentUser, max int64) (Recipients, error
 	return r, nil
 }
 
-// Unknown turns the store's unknown user ids into the values as sent.
+// Unknown turns the store's unknown user ids into the values as sent, in the order sent (as the
+// malformed values are), whatever order the store found them in.
 func (r Recipients) Unknown(err error) error {
 	var unknown *UnknownUsersError
 	if !errors.As(err, &unknown) {
 		return err
 	}
 	values := make([]string, 0, len(unknown.IDs))
-	for _, id := range unknown.IDs {
-		values = append(values, r.Sent[id])
+	for _, id := range r.IDs {
+		if slices.Contains(unknown.IDs, id) {
+			values = append(values, r.Sent[id])
+		}
 	}
-	slices.Sort(values)
 	return &InvalidRecipientsError{Values: values}
 }
 

@@ -111,10 +111,11 @@ func TestParseRecipients(t *testing.T) {
 			t.Errorf("%q: %v, %v; want %v", c.values, rs.IDs, err, c.ids)
 		}
 	}
-	rs, _ := ParseRecipients([]string{"007", "8"}, 1, 3)
-	err := rs.Unknown(&UnknownUsersError{IDs: []int64{8, 7}})
+	// Unknown users are named as sent, in the order sent (not sorted: "9" before "010").
+	rs, _ := ParseRecipients([]string{"9", "2", "010", "8"}, 1, 4)
+	err := rs.Unknown(&UnknownUsersError{IDs: []int64{8, 10, 9}})
 	var ir *InvalidRecipientsError
-	if !errors.As(err, &ir) || !slices.Equal(ir.Values, []string{"007", "8"}) {
+	if !errors.As(err, &ir) || !slices.Equal(ir.Values, []string{"9", "010", "8"}) {
 		t.Fatalf("unknown users as sent: %v", err)
 	}
 }
