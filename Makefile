@@ -34,7 +34,7 @@ test: lint lint-openapi ## Run every test (needs PostgreSQL and Redis: local por
 	$(GO) test -count=1 -run '^TestSimulationAtScale$$' -v ./collector-svc/internal/collect/
 
 .PHONY: bench
-bench: ## The three benchmarks (tools/bench; PostgreSQL on 127.0.0.1:5432 and pgbench); each prints its figures beside its targets
+bench: ## The three benchmarks (tools/bench; PostgreSQL on 127.0.0.1:5432, pgbench and redis-server); each prints its figures beside its targets
 	@# All three run even when one misses a target; the target fails at the end if any did.
 	@status=0; \
 	for b in stats collector forum; do $(GO) run ./tools/bench/$$b || { echo "make bench: $$b missed a target or failed" >&2; status=1; }; done; \
