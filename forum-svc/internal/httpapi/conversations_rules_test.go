@@ -260,3 +260,24 @@ func (e *env) postWithKey(f url.Values, headers []string, idempotencyKey string)
 	e.h.ServeHTTP(w, r)
 	return response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
 }
+
+// mark-read takes its date from a multipart body as from an urlencoded one (the fix of issue 11
+// made any other type 415, not a silent "now").
+func TestMarkReadDateFromEveryFormBody(t *testing.T) {
+	dialects(t, func(t *testing.T, e *env) {
+		ct, body := multipartBody(t, "date", fmt.Sprint(t0+300))
+		r := httptest.NewRequest(http.MethodPost, "/api/conversations/10/mark-read/", body)
+		r.Header.Set("Content-Type", ct)
+		r.Header.Set("Forum-Api-Key", keyAlice)
+		w := httptest.NewRecorder()
+		e.h.ServeHTTP(w, r)
+		wantJSON(t, response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}, `{"success": true}`)
+		if got, _ := e.participant(10, 1); got != t0+300 {
+			t.Fatalf("last_read_date %d after a multipart mark-read; want %d", got, t0+300)
+		}
+		wantJSON(t, e.post("/api/conversations/10/mark-read", form("date", fmt.Sprint(t0+400)), key(keyAlice)), `{"success": true}`)
+		if got, _ := e.participant(10, 1); got != t0+400 {
+			t.Fatalf("last_read_date %d after an urlencoded mark-read; want %d", got, t0+400)
+		}
+	})
+}
