@@ -281,3 +281,74 @@ func TestMarkReadDateFromEveryFormBody(t *testing.T) {
 		}
 	})
 }
+
+// The order of checks on every route of issue 11: route, key, rate limit (TestRateLimit), acting
+// user, scope, registered user; then the Idempotency-Key, the body's type, the fields, and last
+// the object. Each request below fails every later check too, so it answers the first.
+func TestConversationsOrderOfChecks(t *testing.T) {
+	dialects(t, func(t *testing.T, e *env) {
+		routes := []struct {
+			method, path string
+			retry        bool // honours Idempotency-Key
+			form         url.Values
+			field        string // the field form makes malformed
+		}{
+			{"GET", "/api/conversations?starred=maybe", false, nil, "starred"},
+			{"POST", "/api/conversations", true, form("recipient_ids[]", "2", "title", "t", "message", "m", "open_invite", "maybe"), "open_invite"},
+			{"POST", "/api/conversations/13", false, form("open_invite", "maybe"), "open_invite"},
+			{"DELETE", "/api/conversations/13", false, form("ignore", "maybe"), "ignore"},
+			{"POST", "/api/conversations/13/invite", false, form("recipient_ids[]", "2", "x", "1"), ""},
+			{"POST", "/api/conversations/13/star", false, form("star", "maybe"), "star"},
+			{"POST", "/api/conversation-messages", true, form("conversation_id", "13", "message", "\xff"), "message"},
+			{"POST", "/api/conversation-messages/1301", false, form("message", "\xff"), "message"},
+			{"GET", "/api/me", false, nil, ""},
+		}
+		send := func(method, path, contentType, body string, headers ...string) response {
+			r := httptest.NewRequest(method, path, strings.NewReader(body))
+			if contentType != "" {
+				r.Header.Set("Content-Type", contentType)
+			}
+			for _, h := range headers {
+				name, value, _ := strings.Cut(h, ":")
+				r.Header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
+			}
+			w := httptest.NewRecorder()
+			e.h.ServeHTTP(w, r)
+			return response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
+		}
+		const badKey = "Idempotency-Key: " // empty: invalid
+		for _, rt := range routes {
+			write := rt.method != "GET"
+			path := strings.Replace(rt.path, "13", "x13", 1)
+			if path != rt.path {
+				wantError(t, send(rt.method, path, "application/json", `{}`), 404, "endpoint_not_found", nil)
+			}
+			wantError(t, send("PUT", rt.path, "application/json", `{}`), 405, "method_not_allowed", nil)
+			wantError(t, send(rt.method, rt.path, "application/json", `{}`, badKey), 400, "no_api_key_in_request", nil)
+			wantError(t, send(rt.method, rt.path, "application/json", `{}`, key(keyAlice), user("2"), badKey), 403, "user_id_not_allowed", nil)
+			if rt.path != "/api/me" {
+				scope, k := "conversation:read", keyAliceWrite
+				if write {
+					scope, k = "conversation:write", keyAliceRead
+				}
+				wantError(t, send(rt.method, rt.path, "application/json", `{}`, key(k), badKey), 403, "missing_scope", map[string]any{"scope": scope})
+			}
+			wantError(t, send(rt.method, rt.path, "application/json", `{}`, key(keyGuest), badKey), 403, "login_required", nil)
+			if !write {
+				continue
+			}
+			if rt.retry {
+				wantError(t, send(rt.method, rt.path, "application/json", `{}`, key(keyAlice), badKey), 400, "invalid_idempotency_key", nil)
+			}
+			wantError(t, send(rt.method, rt.path, "application/json", `{}`, key(keyAlice)), 415, "unsupported_media_type", nil)
+			// The fields before the object (13 and 1301 are not alice's): as for an absent one.
+			r := e.req(rt.method, rt.path, rt.form, key(keyAlice))
+			if rt.field == "" {
+				wantError(t, r, 404, "requested_conversation_not_found", nil)
+				continue
+			}
+			wantError(t, r, 400, "invalid_input", map[string]any{"field": rt.field})
+		}
+		wantError(t, e.get("/api/conversations?starred=maybe", key(keyAlice)), 400, "invalid_input", map[string]any{"field": "starred"})
+	})
+}
