@@ -352,3 +352,21 @@ func TestConversationsOrderOfChecks(t *testing.T) {
 		wantError(t, e.get("/api/conversations?starred=maybe", key(keyAlice)), 400, "invalid_input", map[string]any{"field": "starred"})
 	})
 }
+
+// The options' defaults: maxRecipients 20, messageMaxLength 10,000 code points.
+func TestOptionDefaults(t *testing.T) {
+	dialects(t, func(t *testing.T, e *env) {
+		recipients := url.Values{"title": {"t"}, "message": {"m"}}
+		for i := range 21 {
+			recipients.Add("recipient_ids[]", fmt.Sprint(100+i))
+		}
+		wantError(t, e.post("/api/conversations", recipients, key(keyAlice)), 400, "too_many_recipients", map[string]any{"max": 20})
+		reply := func(s string) response {
+			return e.post("/api/conversation-messages", form("conversation_id", "12", "message", s), key(keyAlice))
+		}
+		wantError(t, reply(strings.Repeat("é", 10_001)), 400, "message_too_long", map[string]any{"max": 10000})
+		if r := reply(strings.Repeat("é", 10_000)); r.status != 200 {
+			t.Fatalf("a message of 10,000 characters: %d %s", r.status, r.body)
+		}
+	})
+}
