@@ -113,8 +113,9 @@ type Store interface {
 
 // Service applies the rules of conversations for a reader.
 type Service struct {
-	store Store
-	now   func() time.Time
+	store   Store
+	now     func() time.Time
+	running runningRetries // Idempotency-Keys of writes in progress here
 }
 
 // NewService returns a Service over store. now is the clock (time.Now when nil).

@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"context"
+	"sync"
 )
 
 // The conversations API beyond reading one conversation (issue 11): the list, starting, replying,
@@ -68,6 +69,43 @@ func (r *Retry) stamp(now int64) {
 	}
 }
 
+// runningRetries is the set of Idempotency-Keys whose first request this process is running. A
+// repeat that arrives meanwhile is ErrRequestInProgress at once, before it touches the store: on
+// SQLite, which serves one writer at a time over one connection, it would otherwise wait for the
+// first and replay its answer. Across processes (PostgreSQL) the store's claim says the same.
+type runningRetries struct {
+	mu   sync.Mutex
+	keys map[runningKey]struct{}
+}
+
+type runningKey struct {
+	owner string
+	user  int64
+	key   string
+}
+
+// take claims r's key until release, or answers ErrRequestInProgress; a nil r claims nothing.
+func (rs *runningRetries) take(r *Retry) (release func(), err error) {
+	if r == nil {
+		return func() {}, nil
+	}
+	k := runningKey{r.Owner, r.UserID, r.Key}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if _, busy := rs.keys[k]; busy {
+		return nil, ErrRequestInProgress
+	}
+	if rs.keys == nil {
+		rs.keys = map[runningKey]struct{}{}
+	}
+	rs.keys[k] = struct{}{}
+	return func() {
+		rs.mu.Lock()
+		delete(rs.keys, k)
+		rs.mu.Unlock()
+	}, nil
+}
+
 // RetryWindow is how long an answer is replayed, in seconds.
 const RetryWindow = 24 * 60 * 60
 
@@ -118,6 +156,11 @@ func (s *Service) List(ctx context.Context, userID int64, query Fields) (Convers
 
 // Start starts a conversation from f; render turns it into the answer's body.
 func (s *Service) Start(ctx context.Context, userID int64, f Fields, retry *Retry, render func(Conversation) ([]byte, error)) (Answer, error) {
+	release, err := s.running.take(retry)
+	if err != nil {
+		return Answer{}, err
+	}
+	defer release()
 	opts, err := s.store.Options(ctx)
 	if err != nil {
 		return Answer{}, err
@@ -136,6 +179,11 @@ func (s *Service) Start(ctx context.Context, userID int64, f Fields, retry *Retr
 
 // Reply appends a message from f (conversation_id, message); render turns it into the body.
 func (s *Service) Reply(ctx context.Context, userID int64, f Fields, retry *Retry, render func(Message) ([]byte, error)) (Answer, error) {
+	release, err := s.running.take(retry)
+	if err != nil {
+		return Answer{}, err
+	}
+	defer release()
 	opts, err := s.store.Options(ctx)
 	if err != nil {
 		return Answer{}, err
