@@ -1,0 +1,80 @@
+package conversation
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+// heldStore holds every reply until release is closed; the other methods are not called.
+type heldStore struct {
+	Store
+	started chan struct{}
+	release chan struct{}
+}
+
+func (h *heldStore) Options(context.Context) (Options, error) {
+	return Options{DiscussionsPerPage: 20, MaxRecipients: 20, MessageMaxLength: 100}, nil
+}
+
+func (h *heldStore) Reply(_ context.Context, _ NewReply, _ *Retry, answer func(MessageRow, ConversationRow) ([]byte, error)) (Answer, error) {
+	h.started <- struct{}{}
+	<-h.release
+	body, err := answer(MessageRow{MessageID: 1}, ConversationRow{ConversationID: 7})
+	return Answer{Status: 200, Body: body}, err
+}
+
+// A repeat of a write with its Idempotency-Key while the first runs in this process is
+// ErrRequestInProgress at once, whatever the store; another key, another user or another API key
+// is not held up, and once the first is done the key is free for the store to replay.
+func TestRetryInProgressHere(t *testing.T) {
+	store := &heldStore{started: make(chan struct{}, 8), release: make(chan struct{})}
+	s := NewService(store, nil)
+	fields := Fields{FieldConversationID: {"7"}, FieldMessage: {"hi"}}
+	render := func(Message) ([]byte, error) { return []byte("{}"), nil }
+	reply := func(owner string, user int64, key string) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.Reply(context.Background(), user, fields, &Retry{Owner: owner, UserID: user, Key: key, Fingerprint: "f"}, render)
+			done <- err
+		}()
+		return done
+	}
+	first := reply("key-a", 1, "k1")
+	<-store.started
+	for _, tc := range []struct {
+		name       string
+		owner      string
+		user       int64
+		key        string
+		inProgress bool
+	}{
+		{"the same key", "key-a", 1, "k1", true},
+		{"another key", "key-a", 1, "k2", false},
+		{"another user", "key-a", 2, "k1", false},
+		{"another API key", "key-b", 1, "k1", false},
+	} {
+		done := reply(tc.owner, tc.user, tc.key)
+		if tc.inProgress {
+			if err := <-done; !errors.Is(err, ErrRequestInProgress) {
+				t.Fatalf("%s: %v, want ErrRequestInProgress", tc.name, err)
+			}
+			continue
+		}
+		<-store.started // it reached the store while the first is still held
+	}
+	close(store.release)
+	if err := <-first; err != nil {
+		t.Fatalf("first: %v", err)
+	}
+	// Done: the key is free again (the store would now replay the recorded answer).
+	again := reply("key-a", 1, "k1")
+	<-store.started
+	if err := <-again; err != nil {
+		t.Fatalf("after the first: %v", err)
+	}
+	// Without a key nothing is claimed.
+	if _, err := s.Reply(context.Background(), 1, fields, nil, render); err != nil {
+		t.Fatal(err)
+	}
+}
