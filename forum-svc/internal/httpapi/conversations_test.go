@@ -333,6 +333,10 @@ func TestInviteStarMe(t *testing.T) {
 		// maxRecipients counts the whole conversation: 12 has bob and dave.
 		e.gdb.Exec("UPDATE forum_options SET max_recipients = 2")
 		wantError(t, e.post("/api/conversations/12/invite", form("recipient_ids[]", "5"), key(keyAlice)), 400, "too_many_recipients", map[string]any{"max": 2})
+		// Inviting only participants adds nothing, so it is no error even over a lowered maximum.
+		e.gdb.Exec("UPDATE forum_options SET max_recipients = 1")
+		wantJSON(t, e.post("/api/conversations/12/invite", form("recipient_ids[]", "4"), key(keyAlice)), `{"success": true}`)
+		e.gdb.Exec("UPDATE forum_options SET max_recipients = 2")
 		// A participant other than the starter invites only with open_invite.
 		wantError(t, e.post("/api/conversations/12/invite", form("recipient_ids[]", "5"), key(keyBob)), 403, "no_permission", nil)
 		e.gdb.Exec("UPDATE forum_options SET max_recipients = 20")

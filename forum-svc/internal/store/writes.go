@@ -307,14 +307,15 @@ func (s *Store) Invite(ctx context.Context, conversationID, userID int64, users 
 			Scan(&members).Error; err != nil {
 			return err
 		}
-		// Participants, those who left included, stay as they are.
+		// Participants, those who left included, stay as they are: inviting only them changes
+		// nothing, even in a conversation over a since lowered maxRecipients.
 		added := slices.DeleteFunc(slices.Clone(users), func(u int64) bool { return slices.Contains(members, u) })
+		if len(added) == 0 {
+			return nil
+		}
 		recipients := int64(len(members)) - 1 // every participant but the starter
 		if recipients+int64(len(added)) > maxRecipients {
 			return &conversation.TooManyRecipientsError{Max: maxRecipients}
-		}
-		if len(added) == 0 {
-			return nil
 		}
 		return addParticipants(tx, conversationID, added, 0, l.lastMessageDate)
 	})
