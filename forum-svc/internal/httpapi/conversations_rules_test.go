@@ -303,19 +303,7 @@ func TestConversationsOrderOfChecks(t *testing.T) {
 			{"POST", "/api/conversation-messages/1301", false, form("message", "\xff"), "message"},
 			{"GET", "/api/me", false, nil, ""},
 		}
-		send := func(method, path, contentType, body string, headers ...string) response {
-			r := httptest.NewRequest(method, path, strings.NewReader(body))
-			if contentType != "" {
-				r.Header.Set("Content-Type", contentType)
-			}
-			for _, h := range headers {
-				name, value, _ := strings.Cut(h, ":")
-				r.Header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
-			}
-			w := httptest.NewRecorder()
-			e.h.ServeHTTP(w, r)
-			return response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
-		}
+		send := e.raw
 		const badKey = "Idempotency-Key: " // empty: invalid
 		for _, rt := range routes {
 			write := rt.method != "GET"

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -159,13 +158,18 @@ func (r response) json(t *testing.T) map[string]any {
 // req sends method path with the given headers ("Name: value" strings) and form body.
 func (e *env) req(method, path string, form url.Values, headers ...string) response {
 	e.t.Helper()
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
+	if form == nil {
+		return e.raw(method, path, "", "", headers...)
 	}
-	r := httptest.NewRequest(method, path, body)
-	if form != nil {
-		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return e.raw(method, path, "application/x-www-form-urlencoded", form.Encode(), headers...)
+}
+
+// raw sends method target with a body of any type (no Content-Type when contentType is "") and
+// the given headers ("Name: value" strings).
+func (e *env) raw(method, target, contentType, body string, headers ...string) response {
+	r := httptest.NewRequest(method, target, strings.NewReader(body))
+	if contentType != "" {
+		r.Header.Set("Content-Type", contentType)
 	}
 	for _, h := range headers {
 		name, value, _ := strings.Cut(h, ":")

@@ -41,15 +41,7 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 	// sendBody sends a body of any type.
 	sendBody := func(method, target, contentType, body string, headers ...string) {
 		t.Helper()
-		r := httptest.NewRequest(method, target, strings.NewReader(body))
-		r.Header.Set("Content-Type", contentType)
-		for _, h := range headers {
-			name, value, _ := strings.Cut(h, ":")
-			r.Header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
-		}
-		w := httptest.NewRecorder()
-		e.h.ServeHTTP(w, r)
-		validate(method, target, response{status: w.Code, header: w.Header(), body: w.Body.Bytes()})
+		validate(method, target, e.raw(method, target, contentType, body, headers...))
 	}
 	long := "x=" + strings.Repeat("y", 20<<10)
 	big := "X-Big: " + strings.Repeat("z", 40<<10)
