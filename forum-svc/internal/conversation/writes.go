@@ -156,15 +156,11 @@ func (s *Service) List(ctx context.Context, userID int64, query Fields) (Convers
 
 // Start starts a conversation from f; render turns it into the answer's body.
 func (s *Service) Start(ctx context.Context, userID int64, f Fields, retry *Retry, render func(Conversation) ([]byte, error)) (Answer, error) {
-	release, err := s.running.take(retry)
+	opts, release, err := s.beginRetryable(ctx, retry)
 	if err != nil {
 		return Answer{}, err
 	}
 	defer release()
-	opts, err := s.store.Options(ctx)
-	if err != nil {
-		return Answer{}, err
-	}
 	c, rs, err := ParseStart(f, userID, opts)
 	if err != nil {
 		return Answer{}, err
@@ -177,17 +173,28 @@ func (s *Service) Start(ctx context.Context, userID int64, f Fields, retry *Retr
 	return a, rs.Unknown(err)
 }
 
+// beginRetryable starts a write that honours Idempotency-Key: it claims retry's key in this
+// process (ErrRequestInProgress while another request runs with it) and reads the options the
+// fields are checked against. release gives the key back; it is set whenever err is nil.
+func (s *Service) beginRetryable(ctx context.Context, retry *Retry) (opts Options, release func(), err error) {
+	release, err = s.running.take(retry)
+	if err != nil {
+		return opts, nil, err
+	}
+	if opts, err = s.store.Options(ctx); err != nil {
+		release()
+		return opts, nil, err
+	}
+	return opts, release, nil
+}
+
 // Reply appends a message from f (conversation_id, message); render turns it into the body.
 func (s *Service) Reply(ctx context.Context, userID int64, f Fields, retry *Retry, render func(Message) ([]byte, error)) (Answer, error) {
-	release, err := s.running.take(retry)
+	opts, release, err := s.beginRetryable(ctx, retry)
 	if err != nil {
 		return Answer{}, err
 	}
 	defer release()
-	opts, err := s.store.Options(ctx)
-	if err != nil {
-		return Answer{}, err
-	}
 	id, text, err := ParseReply(f, opts)
 	if err != nil {
 		return Answer{}, err
