@@ -89,19 +89,11 @@ func measureList(ctx context.Context, e *benchEnv, samples int) (listResults, er
 		p.name = role.name
 		r.plans = append(r.plans, p)
 	}
-	ds := [2][]time.Duration{}
-	for i := -200; i < samples; i++ { // 200 warm-up samples first
-		for k, page := range pages {
-			d, err := fetch(page)
-			if err != nil {
-				return r, err
-			}
-			if i >= 0 {
-				ds[k] = append(ds[k], d)
-			}
-		}
+	ms, err := medians(e.key, []string{e.svc.URL + listPath + pages[0], e.svc.URL + listPath + pages[1]}, samples)
+	if err != nil {
+		return r, err
 	}
-	r.firstPage, r.lastPage = median(ds[0]), median(ds[1])
+	r.firstPage, r.lastPage = ms[0], ms[1]
 	return r, nil
 }
 

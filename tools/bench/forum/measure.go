@@ -103,29 +103,43 @@ func measure(ctx context.Context, e *benchEnv, o options) (results, error) {
 	return r, err
 }
 
-// measureLatency times the first and the last page of every build alternately, so that drift
-// hits them all alike.
+// measureLatency times the first and the last page of every build.
 func measureLatency(runs []*throughput, path, key string, lastPage, samples int) error {
+	var urls []string
+	for _, t := range runs {
+		urls = append(urls, t.svc.URL+path+"1", t.svc.URL+path+strconv.Itoa(lastPage))
+	}
+	ms, err := medians(key, urls, samples)
+	if err != nil {
+		return err
+	}
+	for j, t := range runs {
+		t.firstPage, t.lastPage = ms[2*j], ms[2*j+1]
+	}
+	return nil
+}
+
+// medians requests the urls in turn, samples rounds after 200 warm-up rounds, so that drift hits
+// them all alike, and returns each one's median latency.
+func medians(key string, urls []string, samples int) ([]time.Duration, error) {
 	client := &http.Client{}
-	pages := []string{"1", strconv.Itoa(lastPage)}
-	ds := make([][2][]time.Duration, len(runs)) // per build: first-page and last-page latencies
-	for i := -200; i < samples; i++ {           // 200 warm-up samples first
-		for j, t := range runs {
-			for k, page := range pages {
-				d, err := get(client, t.svc.URL+path+page, key)
-				if err != nil {
-					return err
-				}
-				if i >= 0 {
-					ds[j][k] = append(ds[j][k], d)
-				}
+	ds := make([][]time.Duration, len(urls))
+	for i := -200; i < samples; i++ {
+		for k, u := range urls {
+			d, err := get(client, u, key)
+			if err != nil {
+				return nil, err
+			}
+			if i >= 0 {
+				ds[k] = append(ds[k], d)
 			}
 		}
 	}
-	for j, t := range runs {
-		t.firstPage, t.lastPage = median(ds[j][0]), median(ds[j][1])
+	out := make([]time.Duration, len(urls))
+	for k := range ds {
+		out[k] = median(ds[k])
 	}
-	return nil
+	return out, nil
 }
 
 // measureThroughput runs HTTP requests for random pages and pgbench running the same statement
