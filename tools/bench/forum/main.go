@@ -13,9 +13,11 @@
 //     16 conversations at least 70%.
 //
 // It treats the service as a black box: it builds forum-svc, creates a database, applies the
-// migrations with `forum-svc migrate`, fills the conversation with plain SQL, creates an API key
-// with `forum-svc apikey create`, starts `forum-svc serve`, measures over HTTP beside pgbench
-// (setup.go, measure.go), prints the figures (report.go) and exits 1 if a target is missed.
+// migrations with `forum-svc migrate`, fills the conversations with plain SQL, creates the
+// reader's and the replier's API keys with `forum-svc apikey create`, starts `forum-svc serve`,
+// measures over HTTP beside pgbench (setup.go; measure.go; the list, inbox.go; the replies,
+// replies.go, with the statements read back from PostgreSQL, capture.go), prints the figures
+// (report.go) and exits 1 if a target is missed.
 //
 //	go run ./tools/bench/forum [-admin-url postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable]
 package main
