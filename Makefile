@@ -61,7 +61,7 @@ lint: ## gofmt and go vet
 OPENAPI_DOCS := forum-svc/internal/httpapi/openapi.json stats-svc/internal/httpapi/openapi.json
 
 .PHONY: lint-openapi
-lint-openapi: ## Lint both OpenAPI documents with Redocly CLI (recommended rules); any error or warning fails
+lint-openapi: ## Lint both OpenAPI documents with Redocly CLI (recommended rules, two adjusted: tools/openapi-lint/redocly.yaml); any error or warning fails
 	@test -d tools/openapi-lint/node_modules/@redocly/cli || { echo "Redocly CLI is missing: (cd tools/openapi-lint && npm ci)" >&2; exit 1; }
 	node tools/openapi-lint/lint.mjs $(OPENAPI_DOCS)
 
