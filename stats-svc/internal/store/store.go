@@ -56,17 +56,6 @@ func (s *Store) Generation(ctx context.Context) (int64, error) {
 	})
 }
 
-// poolKey carries, in a read's context, the database the read runs on: a second connection
-// of it (loadDays) must come from the same server as the snapshot it imports.
-type poolKey struct{}
-
-func (s *Store) poolOf(tx *gorm.DB) *gorm.DB {
-	if gdb, ok := tx.Statement.Context.Value(poolKey{}).(*gorm.DB); ok {
-		return gdb
-	}
-	return s.db
-}
-
 // Statistics composes the statistics answer for q at the moment now.
 func (s *Store) Statistics(ctx context.Context, q query.Query, now time.Time) (report.Answer, error) {
 	return s.answer(ctx, q.Server, func(v view, st reports.ReaderState, servers []report.Server, guild string) (report.Answer, error) {
@@ -125,6 +114,9 @@ func (s *Store) answer(ctx context.Context, server string,
 type view struct {
 	tx   *gorm.DB
 	conn *sql.Conn // nil: every scan through database/sql
+	// pool is the database tx runs on (the replica or the primary): a second connection of it
+	// (loadDays) must come from the same server as the snapshot it imports.
+	pool *gorm.DB
 }
 
 // read runs fn on one consistent view. With snapshot reads (PostgreSQL) that
@@ -135,18 +127,17 @@ type view struct {
 // than the generation it is cached under.
 func (s *Store) read(ctx context.Context, fn func(v view) error) error {
 	return db.ReadOn(ctx, s.reads, s.db, func(gdb *gorm.DB) error {
-		tx := gdb.WithContext(context.WithValue(ctx, poolKey{}, gdb))
 		if !s.dialect.SnapshotReads {
-			return fn(view{tx: tx})
+			return fn(view{tx: gdb.WithContext(ctx), pool: gdb})
 		}
-		return s.snapshot(tx, "", fn)
+		return s.snapshot(ctx, gdb, "", fn)
 	})
 }
 
-// snapshot runs fn in a read-only repeatable-read transaction on one connection of gdb's pool,
+// snapshot runs fn in a read-only repeatable-read transaction on one connection of pool,
 // importing the exported snapshot snap unless it is "".
-func (s *Store) snapshot(gdb *gorm.DB, snap string, fn func(v view) error) error {
-	return gdb.Connection(func(c *gorm.DB) error {
+func (s *Store) snapshot(ctx context.Context, pool *gorm.DB, snap string, fn func(v view) error) error {
+	return pool.WithContext(ctx).Connection(func(c *gorm.DB) error {
 		conn, _ := c.Statement.ConnPool.(*sql.Conn)
 		return c.Transaction(func(tx *gorm.DB) error {
 			if snap != "" {
@@ -158,7 +149,7 @@ func (s *Store) snapshot(gdb *gorm.DB, snap string, fn func(v view) error) error
 			if err := tx.Exec(workMem).Error; err != nil {
 				return err
 			}
-			v := view{tx: tx}
+			v := view{tx: tx, pool: pool}
 			if s.dialect.NativeConn {
 				v.conn = conn
 			}
@@ -272,7 +263,7 @@ func (s *Store) loadDays(ctx context.Context, v view, data *report.Data, guild s
 		other = make(chan partResult, 1)
 		go func() {
 			var r partResult
-			r.err = s.snapshot(s.poolOf(v.tx).WithContext(ctx), snap, func(v2 view) error {
+			r.err = s.snapshot(ctx, v.pool, snap, func(v2 view) error {
 				r.rows, r.err = s.channelSums(v2, len(data.Servers), guild, secondFrom, secondTo)
 				return r.err
 			})
