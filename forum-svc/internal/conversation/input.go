@@ -255,16 +255,12 @@ type NewConversation struct {
 // required fields, malformed values (recipients, booleans), lengths.
 func ParseStart(f Fields, userID int64, opts Options) (NewConversation, Recipients, error) {
 	var req required
-	values := f.recipientValues()
-	if len(values) == 0 {
-		req.missing = append(req.missing, FieldRecipients)
-	}
 	title, errTitle := req.text(f, FieldTitle)
 	message, errMessage := req.text(f, FieldMessage)
 	open, _, errOpen := f.Bool(FieldConversationOpen, true)
 	invite, _, errInvite := f.Bool(FieldOpenInvite, false)
-	rs, errRecipients := ParseRecipients(values, userID, opts.MaxRecipients)
-	if errRecipients == nil && len(values) > 0 && len(rs.IDs) == 0 { // only the current user
+	rs, errRecipients := ParseRecipients(f.recipientValues(), userID, opts.MaxRecipients)
+	if errRecipients == nil && len(rs.IDs) == 0 { // none sent, or only the current user
 		req.missing = append([]string{FieldRecipients}, req.missing...)
 	}
 	if err := firstError(req.err(), errTitle, errMessage, errOpen, errInvite, errRecipients); err != nil {

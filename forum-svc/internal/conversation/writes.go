@@ -251,15 +251,11 @@ func (s *Service) Invite(ctx context.Context, userID, conversationID int64, f Fi
 	if err != nil {
 		return err
 	}
-	values := f.recipientValues()
-	if len(values) == 0 {
-		return &MissingInputError{Fields: []string{FieldRecipients}}
-	}
-	rs, err := ParseRecipients(values, userID, opts.MaxRecipients)
+	rs, err := ParseRecipients(f.recipientValues(), userID, opts.MaxRecipients)
 	if err != nil {
 		return err
 	}
-	if len(rs.IDs) == 0 {
+	if len(rs.IDs) == 0 { // none sent, or only the current user
 		return &MissingInputError{Fields: []string{FieldRecipients}}
 	}
 	return rs.Unknown(s.store.Invite(ctx, conversationID, userID, rs.IDs, opts.MaxRecipients))
