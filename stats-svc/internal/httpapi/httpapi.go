@@ -35,9 +35,9 @@ type api struct {
 	now     func() time.Time
 }
 
-// Register adds the three operations, with and without a trailing slash, and
-// the CORS header every response carries. now is the clock (time.Now in
-// production).
+// Register adds the three operations and the OpenAPI document, each with and
+// without a trailing slash, and the CORS header every response carries. now is
+// the clock (time.Now in production).
 func Register(e *echo.Echo, reports Reports, now func() time.Time) {
 	a := &api{reports: reports, now: now}
 	e.Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
@@ -53,8 +53,9 @@ func Register(e *echo.Echo, reports Reports, now func() time.Time) {
 		"/api/chat-icons":      a.icons,
 		"/api/chat-series":     a.series,
 	} {
-		e.Any(path, a.handler(get))
-		e.Any(path+"/", a.handler(get))
+		h := a.handler(get)
+		e.Any(path, h)
+		e.Any(path+"/", h)
 	}
 	document := a.handler(func(context.Context, url.Values, time.Time) (report.Answer, error) {
 		return openAPIAnswer, nil
