@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"mime/multipart"
 	"net/http"
@@ -138,12 +139,7 @@ func fingerprint(method, path string, fields conversation.Fields) string {
 	put := func(s string) { fmt.Fprintf(h, "%d:%s", len(s), s) }
 	put(method)
 	put(path)
-	names := make([]string, 0, len(fields))
-	for name := range fields {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		put(name)
 		fmt.Fprintf(h, "%d", len(fields[name]))
 		for _, v := range fields[name] {
