@@ -90,6 +90,11 @@ func TestErrorRows(t *testing.T) {
 		{"OPTIONS icons", "OPTIONS", iconsPath + "?server=1", 405, "method_not_allowed"},
 		{"custom method", "FOO", statsPath, 405, "method_not_allowed"},
 		{"wrong method beats bad query", "POST", statsPath + "?period=x", 405, "method_not_allowed"},
+		// A parameter with a broken escape fails its own check; it is not dropped into a default
+		// (the query goes through shared/form, not Echo's QueryParams).
+		{"period broken escape", "GET", statsPath + "?period=%zz", 400, "invalid_parameters"},
+		{"icons server broken escape", "GET", iconsPath + "?server=%zz", 400, "invalid_server"},
+		{"series server broken escape", "GET", seriesPath + "?from=2026-11-01&to=2026-11-02&server=%", 400, "invalid_server"},
 	}
 	for _, tt := range tests {
 		for _, method := range []string{tt.method, "HEAD"} {
