@@ -128,10 +128,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
 }
 
 // Handler is the service's HTTP handler: shared/server's middleware and probes (/readyz pings
-// database), the API answering from reports at the clock now, and the dashboard. New serves it
+// database), the API answering from source at the clock now, and the dashboard. New serves it
 // over the cache; the API tests build it over their own store and fixed clock, so that they
 // answer every route as production does.
-func Handler(log *slog.Logger, reports httpapi.Reports, database *gorm.DB, now func() time.Time) *echo.Echo {
+func Handler(log *slog.Logger, source httpapi.Reports, database *gorm.DB, now func() time.Time) *echo.Echo {
 	e := server.New(server.Options{
 		Name:         "stats-svc",
 		Logger:       log,
@@ -141,7 +141,7 @@ func Handler(log *slog.Logger, reports httpapi.Reports, database *gorm.DB, now f
 		// while it is down.
 		Ready: []server.Check{{Name: "database", Fn: db.Ping(database)}},
 	})
-	httpapi.Register(e, reports, now)
+	httpapi.Register(e, source, now)
 	web.Register(e) // the dashboard at /
 	return e
 }
