@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"time"
+
 	// The Moscow calendar must work in a scratch container with no zoneinfo files, so the one
 	// package that defines the zone carries the zone database itself.
 	_ "time/tzdata"
