@@ -309,6 +309,33 @@ func TestLeaveAndComeBack(t *testing.T) {
 	})
 }
 
+// A conversation deleted with the highest ids (its last participant left) leaves them unused: a
+// replayed answer or a client's cached id never names a later conversation or message.
+func TestDeletedIDsNotReused(t *testing.T) {
+	dialects(t, func(t *testing.T, e *env) {
+		start := func() (id, first int64) {
+			m := e.post("/api/conversations", form("recipient_ids[]", "2", "title", "t", "message", "x"), key(keyAlice)).json(t)
+			return num(t, m, "conversation", "conversation_id"), num(t, m, "conversation", "first_message_id")
+		}
+		reply := func(id int64) int64 {
+			r := e.post("/api/conversation-messages", form("conversation_id", strconv.FormatInt(id, 10), "message", "y"), key(keyBob))
+			return num(t, r.json(t), "message", "message_id")
+		}
+		gone, goneFirst := start()
+		goneReply := reply(gone)
+		for _, k := range []string{keyAlice, keyBob} {
+			wantJSON(t, e.req(http.MethodDelete, fmt.Sprintf("/api/conversations/%d", gone), nil, key(k)), `{"success": true}`)
+		}
+		id, first := start()
+		next := reply(id)
+		if id <= gone || first <= goneReply || next <= first {
+			t.Fatalf("after deleting conversation %d (messages %d, %d): conversation %d, messages %d, %d",
+				gone, goneFirst, goneReply, id, first, next)
+		}
+		wantError(t, e.get(fmt.Sprintf("/api/conversations/%d", gone), key(keyAlice)), 404, "requested_conversation_not_found", nil)
+	})
+}
+
 func TestInviteStarMe(t *testing.T) {
 	dialects(t, func(t *testing.T, e *env) {
 		me := func(k ...string) map[string]any { return e.get("/api/me", k...).json(t)["me"].(map[string]any) }
