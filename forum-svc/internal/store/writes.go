@@ -354,8 +354,8 @@ FROM users u WHERE u.user_id = ?`
 
 // SyncIDs moves PostgreSQL's id sequences past the ids stored, after rows were written with
 // explicit ids (a seed file, a benchmark's setup), so that the service's new conversations and
-// messages get ids above every existing one. SQLite needs nothing: its INTEGER PRIMARY KEY
-// assigns one above the largest.
+// messages get ids above every existing one. SQLite needs nothing: its AUTOINCREMENT keys
+// (migration 0004) record explicit ids in sqlite_sequence too.
 func SyncIDs(ctx context.Context, tx *gorm.DB) error {
 	if db.DialectOf(tx).Name != db.Postgres.Name {
 		return nil
