@@ -108,7 +108,6 @@ func expiredAt(date int64) int64 { return date - conversation.RetryWindow }
 // batch 15 to 52 ms (121 ms once, over the not yet vacuumed rows of an earlier sweep); batches
 // of 5,000 saved a quarter of the total and took up to 60 ms each.
 const RetrySweepBatch = 1000
-const RetrySweepBatch = 1000
 
 // SweepRetries deletes the rows that no longer count at now (Unix seconds), whoever they belong
 // to, oldest first through idempotency_keys_created_at, in statements (each its own transaction)
