@@ -315,7 +315,8 @@ func TestDemoSeedLoads(t *testing.T) {
 }
 
 // The options of the conversations API, the participants' copy of last_message_date, and ids:
-// after a load, a row inserted without an id gets one above the file's.
+// after a load, a row inserted without an id gets one above the file's, and above every id given
+// before, deleted rows' included.
 func TestSeedOptionsAndIDs(t *testing.T) {
 	dialects(t, func(t *testing.T, gdb *gorm.DB) {
 		mustLoad(t, gdb, strings.Replace(base, `"options": {"messagesPerPage": 20}`,
@@ -339,6 +340,21 @@ func TestSeedOptionsAndIDs(t *testing.T) {
 		}
 		if convID <= 10 || msgID <= 102 {
 			t.Fatalf("new ids %d, %d are not above the seeded 10, 102", convID, msgID)
+		}
+		// Deleted, then the file loaded again: the ids given before stay unused.
+		if err := gdb.Exec("DELETE FROM conversations WHERE conversation_id = ?", convID).Error; err != nil {
+			t.Fatal(err)
+		}
+		mustLoad(t, gdb, base)
+		var convAgain, msgAgain int64
+		if err := gdb.Raw("INSERT INTO conversations (title, user_id) VALUES ('again', 1) RETURNING conversation_id").Row().Scan(&convAgain); err != nil {
+			t.Fatal(err)
+		}
+		if err := gdb.Raw("INSERT INTO conversation_messages (conversation_id, user_id, message, message_date, position) VALUES (?, 1, 'm', 1, 1) RETURNING message_id", convAgain).Row().Scan(&msgAgain); err != nil {
+			t.Fatal(err)
+		}
+		if convAgain <= convID || msgAgain <= msgID {
+			t.Fatalf("after a delete and a reload, new ids %d, %d; want above the deleted %d, %d", convAgain, msgAgain, convID, msgID)
 		}
 		for _, bad := range []string{`{"options": {"maxRecipients": 0}}`, `{"options": {"messageMaxLength": 65537}}`, `{"options": {"discussionsPerPage": 101}}`} {
 			if _, err := load(t, gdb, bad); err == nil || !strings.Contains(err.Error(), "must be between") {

@@ -354,15 +354,18 @@ FROM users u WHERE u.user_id = ?`
 
 // SyncIDs moves PostgreSQL's id sequences past the ids stored, after rows were written with
 // explicit ids (a seed file, a benchmark's setup), so that the service's new conversations and
-// messages get ids above every existing one. SQLite needs nothing: its AUTOINCREMENT keys
-// (migration 0004) record explicit ids in sqlite_sequence too.
+// messages get ids above every existing one. It never moves a sequence back: ids given before and
+// since deleted (a conversation whose last participant left) stay unused, so the next id is the
+// greater of the largest stored + 1 and the sequence's own next value. SQLite needs nothing: its
+// AUTOINCREMENT keys (migration 0004) record explicit ids in sqlite_sequence too.
 func SyncIDs(ctx context.Context, tx *gorm.DB) error {
 	if db.DialectOf(tx).Name != db.Postgres.Name {
 		return nil
 	}
 	for _, t := range [][2]string{{"conversations", "conversation_id"}, {"conversation_messages", "message_id"}} {
-		err := tx.WithContext(ctx).Exec(`SELECT setval(pg_get_serial_sequence(?, ?),
-  (SELECT COALESCE(MAX(`+t[1]+`), 0) FROM `+t[0]+`) + 1, false)`, t[0], t[1]).Error
+		err := tx.WithContext(ctx).Exec(`SELECT setval(pg_get_serial_sequence(@table, @column), GREATEST(
+  (SELECT COALESCE(MAX(`+t[1]+`), 0) FROM `+t[0]+`) + 1, nextval(pg_get_serial_sequence(@table, @column))), false)`,
+			sql.Named("table", t[0]), sql.Named("column", t[1])).Error
 		if err != nil {
 			return fmt.Errorf("sync %s ids: %w", t[0], err)
 		}
