@@ -42,11 +42,17 @@ type Config struct {
 	// PrimaryAfterWrite is how long a user's reads stay on the primary after that user wrote
 	// (READ_PRIMARY_AFTER_WRITE), so that replication lag never undoes their own mark.
 	PrimaryAfterWrite time.Duration
+	// RetrySweepInterval is the pause between two sweeps of the expired Idempotency-Key answers
+	// (IDEMPOTENCY_SWEEP_INTERVAL; 0: no sweep).
+	RetrySweepInterval time.Duration
 }
 
+// DefaultRetrySweepInterval is IDEMPOTENCY_SWEEP_INTERVAL's default.
+const DefaultRetrySweepInterval = 10 * time.Minute
+
 // LoadConfig reads the environment: the common variables, RATE_LIMIT_PER_MINUTE (default 600),
-// RATE_LIMIT_BURST (default a tenth of the minute's allowance, at least 1), DATABASE_READ_URL and
-// READ_PRIMARY_AFTER_WRITE.
+// RATE_LIMIT_BURST (default a tenth of the minute's allowance, at least 1), DATABASE_READ_URL,
+// READ_PRIMARY_AFTER_WRITE and IDEMPOTENCY_SWEEP_INTERVAL.
 func LoadConfig() (Config, error) {
 	common, err := config.LoadCommon(DefaultAddr, DefaultDatabaseURL)
 	if err != nil {
@@ -71,7 +77,16 @@ func LoadConfig() (Config, error) {
 	if pin <= 0 || pin > time.Hour {
 		return Config{}, fmt.Errorf("READ_PRIMARY_AFTER_WRITE must be above 0 and at most 1h, not %v", pin)
 	}
-	return Config{Common: common, RateLimit: rl, DatabaseReadURL: config.String("DATABASE_READ_URL", ""), PrimaryAfterWrite: pin}, nil
+	sweep, err := config.Duration("IDEMPOTENCY_SWEEP_INTERVAL", DefaultRetrySweepInterval)
+	if err != nil {
+		return Config{}, err
+	}
+	// Under a second the sweeps would keep the database busy for nothing; 24 h is the retry window.
+	if sweep != 0 && (sweep < time.Second || sweep > 24*time.Hour) {
+		return Config{}, fmt.Errorf("IDEMPOTENCY_SWEEP_INTERVAL must be 0 (off) or from 1s to 24h, not %v", sweep)
+	}
+	return Config{Common: common, RateLimit: rl, DatabaseReadURL: config.String("DATABASE_READ_URL", ""),
+		PrimaryAfterWrite: pin, RetrySweepInterval: sweep}, nil
 }
 
 // openDB opens the database of url for a command, applying pending migrations first when apply
@@ -83,6 +98,10 @@ func openDB(ctx context.Context, url string, log *slog.Logger, apply bool) (*gor
 // Service is the assembled HTTP service.
 type Service struct {
 	Handler *echo.Echo
+
+	retries retrySweeper // the primary's store: the sweep deletes there, whatever the reads use
+	log     *slog.Logger
+	now     func() time.Time
 }
 
 // Options tune NewService beyond the configuration (tests use them).
@@ -124,7 +143,13 @@ func NewService(gdb *gorm.DB, rc *redis.Client, rl ratelimit.Config, log *slog.L
 		Logger:        log,
 		Ready:         ready,
 	})
-	return &Service{Handler: h}, nil
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{Handler: h, retries: primary, log: log, now: opts.Now}, nil
 }
 
 // Serve runs `forum-svc serve` until ctx is done.
@@ -144,6 +169,8 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("build service: %w", err)
 	}
+	// The sweep ends before the database closes, also when the server fails to start.
+	defer svc.startSweep(ctx, cfg.RetrySweepInterval)()
 	return server.Run(ctx, svc.Handler, cfg.HTTPAddr, log)
 }
 

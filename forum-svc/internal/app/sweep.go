@@ -1,0 +1,53 @@
+package app
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"forumstats.local/forum-svc/internal/store"
+)
+
+// retrySweeper deletes the expired Idempotency-Key answers: a *store.Store on the primary.
+type retrySweeper interface {
+	SweepRetries(ctx context.Context, now int64, batch int) (int64, error)
+}
+
+// SweepRetries deletes the expired Idempotency-Key answers of every user on the primary, at once
+// and then every interval, until ctx is done. A write deletes its own user's expired answers
+// only, so without the sweep the answers of users who stopped writing would stay for ever. A
+// sweep that deletes something logs how many; one that fails logs why, and the next one runs
+// as planned. Every instance sweeps: two sweeps at once skip each other's rows (store.SweepRetries).
+func (s *Service) SweepRetries(ctx context.Context, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		n, err := s.retries.SweepRetries(ctx, s.now().Unix(), store.RetrySweepBatch)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.Warn("sweep of expired Idempotency-Key answers failed", "err", err, "deleted", n)
+		case n > 0:
+			s.log.Info("swept expired Idempotency-Key answers", "deleted", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// startSweep runs SweepRetries in a goroutine until ctx is done or stop is called (interval 0:
+// none); stop returns once the goroutine has.
+func (s *Service) startSweep(ctx context.Context, interval time.Duration) (stop func()) {
+	if interval <= 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var sweeping sync.WaitGroup
+	sweeping.Go(func() { s.SweepRetries(ctx, interval) })
+	return func() {
+		cancel()
+		sweeping.Wait()
+	}
+}
