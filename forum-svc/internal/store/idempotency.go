@@ -110,25 +110,19 @@ func expiredAt(date int64) int64 { return date - conversation.RetryWindow }
 const RetrySweepBatch = 1000
 
 // SweepRetries deletes the rows that no longer count at now (Unix seconds), whoever they belong
-// to, oldest first through idempotency_keys_created_at, in statements (each its own transaction)
-// of at most batch rows, and returns how many it deleted. It stops at the first statement that
-// deletes fewer than batch rows.
+// to, in statements (each its own transaction) of at most batch rows, and returns how many it
+// deleted. It stops at the first statement that deletes fewer than batch rows.
 //
 // On PostgreSQL a batch locks its rows as it reads them, skipping those locked already: a sweep
-// never waits for a row lock, so it never deadlocks with claim (whose delete locks a user's rows
-// in key order, while a batch deletes in the order of its semi-join, not of created_at) nor with
-// another instance's sweep, which takes the next rows instead. A skipped row is left to a later
-// sweep. SQLite runs one write at a time and has no row locks to skip.
+// never waits for a row lock, so it never deadlocks with claim, whose delete locks a user's rows
+// in key order while a batch's delete goes in the order of its join (PostgreSQL hashes the
+// batch's keys first), nor with another instance's sweep, which takes the next rows instead. A
+// skipped row is left to a later sweep. SQLite runs one write at a time and has no row locks.
 func (s *Store) SweepRetries(ctx context.Context, now int64, batch int) (int64, error) {
 	if batch < 1 {
 		return 0, fmt.Errorf("sweep batch %d: want at least 1", batch)
 	}
-	oldest := `SELECT api_key_hash, user_id, idempotency_key FROM idempotency_keys
-WHERE created_at <= ? ORDER BY created_at LIMIT ?`
-	if s.dialect.Name == db.Postgres.Name {
-		oldest += ` FOR UPDATE SKIP LOCKED`
-	}
-	sweep := `DELETE FROM idempotency_keys WHERE (api_key_hash, user_id, idempotency_key) IN (` + oldest + `)`
+	sweep := sweepSQL(s.dialect)
 	var total int64
 	for {
 		res := s.gdb.WithContext(ctx).Exec(sweep, expiredAt(now), batch)
@@ -140,6 +134,19 @@ WHERE created_at <= ? ORDER BY created_at LIMIT ?`
 			return total, nil
 		}
 	}
+}
+
+// sweepSQL is a batch of SweepRetries: it deletes at most ? of the rows created at or before ?,
+// the oldest first, which makes both databases read them through idempotency_keys_created_at
+// (without the order they scan the table). The primary key, not SQLite's rowid nor PostgreSQL's
+// ctid, names the rows, so that the statement is the same on both but for the lock clause.
+func sweepSQL(d db.Dialect) string {
+	oldest := `SELECT api_key_hash, user_id, idempotency_key FROM idempotency_keys
+WHERE created_at <= ? ORDER BY created_at LIMIT ?`
+	if d.Name == db.Postgres.Name {
+		oldest += ` FOR UPDATE SKIP LOCKED`
+	}
+	return `DELETE FROM idempotency_keys WHERE (api_key_hash, user_id, idempotency_key) IN (` + oldest + `)`
 }
 
 // retryLockID is the advisory lock key of a retry key.
