@@ -68,25 +68,37 @@ func TestReplicaDownStaysReady(t *testing.T) {
 	}
 }
 
-func TestLoadConfigReplica(t *testing.T) {
+// TestLoadConfigDurations: READ_PRIMARY_AFTER_WRITE and IDEMPOTENCY_SWEEP_INTERVAL, each with
+// the other unset, and the replica's URL beside them.
+func TestLoadConfigDurations(t *testing.T) {
 	t.Setenv("DATABASE_URL", "")
+	t.Setenv("DATABASE_READ_URL", "postgres://replica.example/forum")
 	for _, tc := range []struct {
-		pin  string
-		want time.Duration
-		ok   bool
+		name, value string
+		want        time.Duration
+		ok          bool
 	}{
-		{"", db.DefaultPinAfterWrite, true},
-		{"2s", 2 * time.Second, true},
-		{"0s", 0, false},
-		{"-1s", 0, false},
-		{"2h", 0, false},
-		{"soon", 0, false},
+		{"READ_PRIMARY_AFTER_WRITE", "", db.DefaultPinAfterWrite, true},
+		{"READ_PRIMARY_AFTER_WRITE", "2s", 2 * time.Second, true},
+		{"READ_PRIMARY_AFTER_WRITE", "0s", 0, false},
+		{"READ_PRIMARY_AFTER_WRITE", "-1s", 0, false},
+		{"READ_PRIMARY_AFTER_WRITE", "2h", 0, false},
+		{"READ_PRIMARY_AFTER_WRITE", "soon", 0, false},
+		{"IDEMPOTENCY_SWEEP_INTERVAL", "", DefaultRetrySweepInterval, true},
+		{"IDEMPOTENCY_SWEEP_INTERVAL", "0", 0, true},
+		{"IDEMPOTENCY_SWEEP_INTERVAL", "1s", time.Second, true},
+		{"IDEMPOTENCY_SWEEP_INTERVAL", "24h", 24 * time.Hour, true},
+		{"IDEMPOTENCY_SWEEP_INTERVAL", "999ms", 0, false},
+		{"IDEMPOTENCY_SWEEP_INTERVAL", "25h", 0, false},
+		{"IDEMPOTENCY_SWEEP_INTERVAL", "-1m", 0, false},
+		{"IDEMPOTENCY_SWEEP_INTERVAL", "10", 0, false},
 	} {
-		t.Setenv("READ_PRIMARY_AFTER_WRITE", tc.pin)
-		t.Setenv("DATABASE_READ_URL", "postgres://replica.example/forum")
+		t.Setenv(tc.name, tc.value)
 		cfg, err := LoadConfig()
-		if (err == nil) != tc.ok || (tc.ok && (cfg.PrimaryAfterWrite != tc.want || cfg.DatabaseReadURL != "postgres://replica.example/forum")) {
-			t.Errorf("READ_PRIMARY_AFTER_WRITE=%q: %+v, %v", tc.pin, cfg, err)
+		got := map[string]time.Duration{"READ_PRIMARY_AFTER_WRITE": cfg.PrimaryAfterWrite, "IDEMPOTENCY_SWEEP_INTERVAL": cfg.RetrySweepInterval}[tc.name]
+		if (err == nil) != tc.ok || (tc.ok && (got != tc.want || cfg.DatabaseReadURL != "postgres://replica.example/forum")) {
+			t.Errorf("%s=%q: %+v, %v", tc.name, tc.value, cfg, err)
 		}
+		t.Setenv(tc.name, "")
 	}
 }

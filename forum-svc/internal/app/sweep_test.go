@@ -3,7 +3,6 @@ package app
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"runtime"
@@ -249,31 +248,5 @@ func TestStartSweepStops(t *testing.T) {
 		t.Error("interval 0 sweeps")
 	} else {
 		stop()
-	}
-}
-
-func TestLoadConfigRetrySweep(t *testing.T) {
-	t.Setenv("DATABASE_URL", "")
-	for _, tc := range []struct {
-		env  string
-		want time.Duration
-		ok   bool
-	}{
-		{"", DefaultRetrySweepInterval, true},
-		{"0", 0, true},
-		{"1s", time.Second, true},
-		{"24h", 24 * time.Hour, true},
-		{"999ms", 0, false},
-		{"25h", 0, false},
-		{"-1m", 0, false},
-		{"10", 0, false},
-	} {
-		t.Run(fmt.Sprintf("%q", tc.env), func(t *testing.T) {
-			t.Setenv("IDEMPOTENCY_SWEEP_INTERVAL", tc.env)
-			cfg, err := LoadConfig()
-			if tc.ok != (err == nil) || cfg.RetrySweepInterval != tc.want {
-				t.Fatalf("LoadConfig: %v, %v; want %v (ok %v)", cfg.RetrySweepInterval, err, tc.want, tc.ok)
-			}
-		})
 	}
 }

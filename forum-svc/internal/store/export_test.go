@@ -1,0 +1,7 @@
+package store
+
+// SweepSQL and ExpiredAt are sweepSQL and expiredAt for the tests of package store_test.
+var (
+	SweepSQL  = sweepSQL
+	ExpiredAt = expiredAt
+)
