@@ -25,7 +25,7 @@ func pair(t *testing.T) (admin, primaryURL, replicaURL string, drop func()) {
 	t.Helper()
 	admin, err := tu.PostgresURL()
 	if err != nil {
-		t.Skipf("no PostgreSQL: %v", err)
+		t.Fatalf("no PostgreSQL (TEST_POSTGRES_URL, 127.0.0.1:5432 or Docker): %v", err)
 	}
 	ctx := context.Background()
 	var urls [2]string

@@ -23,7 +23,7 @@ import (
 // the primary.
 func TestReplicaDownStaysReady(t *testing.T) {
 	if _, err := testutil.PostgresURL(); err != nil {
-		t.Skipf("no PostgreSQL: %v", err)
+		t.Fatalf("no PostgreSQL (TEST_POSTGRES_URL, 127.0.0.1:5432 or Docker): %v", err)
 	}
 	ctx := context.Background()
 	gdb := testutil.OpenDB(t, testutil.NewDatabase(t, migrations.Set))

@@ -26,7 +26,7 @@ func routedPair(t *testing.T, clock *testutil.Clock) (r *store.Routed, primary *
 	t.Helper()
 	admin, err := testutil.PostgresURL()
 	if err != nil {
-		t.Skipf("no PostgreSQL: %v", err)
+		t.Fatalf("no PostgreSQL (TEST_POSTGRES_URL, 127.0.0.1:5432 or Docker): %v", err)
 	}
 	ctx := context.Background()
 	var dbs [2]*gorm.DB

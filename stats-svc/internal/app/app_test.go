@@ -173,7 +173,7 @@ func TestChatMetricsServed(t *testing.T) {
 func TestReadReplica(t *testing.T) {
 	admin, err := testutil.PostgresURL()
 	if err != nil {
-		t.Skipf("no PostgreSQL: %v", err)
+		t.Fatalf("no PostgreSQL (TEST_POSTGRES_URL, 127.0.0.1:5432 or Docker): %v", err)
 	}
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

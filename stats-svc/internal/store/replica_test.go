@@ -26,7 +26,7 @@ import (
 func TestStatisticsOnReplica(t *testing.T) {
 	admin, err := testutil.PostgresURL()
 	if err != nil {
-		t.Skipf("no PostgreSQL: %v", err)
+		t.Fatalf("no PostgreSQL (TEST_POSTGRES_URL, 127.0.0.1:5432 or Docker): %v", err)
 	}
 	ctx := context.Background()
 	const guild = "81384788765712384"
