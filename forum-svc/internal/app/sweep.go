@@ -13,12 +13,12 @@ type retrySweeper interface {
 	SweepRetries(ctx context.Context, now int64, batch int) (int64, error)
 }
 
-// SweepRetries deletes the expired Idempotency-Key answers of every user on the primary, at once
+// sweepRetries deletes the expired Idempotency-Key answers of every user on the primary, at once
 // and then every interval, until ctx is done. A write deletes its own user's expired answers
 // only, so without the sweep the answers of users who stopped writing would stay for ever. A
 // sweep that deletes something logs how many; one that fails logs why, and the next one runs
 // as planned. Every instance sweeps: two sweeps at once skip each other's rows (store.SweepRetries).
-func (s *Service) SweepRetries(ctx context.Context, interval time.Duration) {
+func (s *Service) sweepRetries(ctx context.Context, interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -37,7 +37,7 @@ func (s *Service) SweepRetries(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// startSweep runs SweepRetries in a goroutine until ctx is done or stop is called (interval 0:
+// startSweep runs sweepRetries in a goroutine until ctx is done or stop is called (interval 0:
 // none); stop returns once the goroutine has.
 func (s *Service) startSweep(ctx context.Context, interval time.Duration) (stop func()) {
 	if interval <= 0 {
@@ -45,7 +45,7 @@ func (s *Service) startSweep(ctx context.Context, interval time.Duration) (stop 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var sweeping sync.WaitGroup
-	sweeping.Go(func() { s.SweepRetries(ctx, interval) })
+	sweeping.Go(func() { s.sweepRetries(ctx, interval) })
 	return func() {
 		cancel()
 		sweeping.Wait()

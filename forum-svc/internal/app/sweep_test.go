@@ -74,10 +74,10 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// sweeping reports whether a goroutine runs Service.SweepRetries.
+// sweeping reports whether a goroutine runs Service.sweepRetries.
 func sweeping() bool {
 	buf := make([]byte, 1<<20)
-	return bytes.Contains(buf[:runtime.Stack(buf, true)], []byte("app.(*Service).SweepRetries"))
+	return bytes.Contains(buf[:runtime.Stack(buf, true)], []byte("app.(*Service).sweepRetries"))
 }
 
 // TestSweepRetriesLoop: the loop sweeps at every interval, logs the sweeps that deleted
@@ -103,7 +103,7 @@ func TestSweepRetriesLoop(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				svc.SweepRetries(ctx, 10*time.Millisecond)
+				svc.sweepRetries(ctx, 10*time.Millisecond)
 			}()
 			t.Cleanup(func() { cancel(); <-done })
 			lines := func(s string) int { return strings.Count(logs.String(), s) }
