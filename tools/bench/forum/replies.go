@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// Replies: replyClients clients post replies as user 3, all into one conversation (every reply
-// waits for the conversation's row lock) or each into its own; pgbench runs the statements the
-// service ran for a reply, in the same shapes, in alternating rounds.
+// Replies: o.clients clients (-clients) post replies as user 3, all into one conversation (every
+// reply waits for the conversation's row lock) or each into its own; pgbench runs the statements
+// the service ran for a reply, in the same shapes, in alternating rounds.
 
 // withHousekeeping adds to a request's own roles the statements any request may run but a
 // script leaves out: auth's lookups on a cache miss, and pgx's check of a connection idle for a

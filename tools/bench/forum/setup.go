@@ -158,8 +158,8 @@ func fill(ctx context.Context, dbURL string, n, inbox int) error {
 	return nil
 }
 
-// createKey creates a user key of user with scopes (space-separated) with `forum-svc apikey
-// create`, which prints it on stdout.
+// createKey creates a user key of user with scopes (comma-separated, as --scopes takes them) with
+// `forum-svc apikey create`, which prints it on stdout.
 func createKey(ctx context.Context, bin string, env []string, user int, scopes string) (string, error) {
 	stdout, stderr, err := stack.RunSplit(ctx, time.Minute, bin, env, "apikey", "create",
 		"--type", "user", "--user-id", strconv.Itoa(user), "--scopes", scopes)
