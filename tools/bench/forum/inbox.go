@@ -19,6 +19,7 @@ const listPath = "/api/conversations/?page="
 
 // listResults are the list's figures.
 type listResults struct {
+	lastPageNo          int
 	firstPage, lastPage time.Duration // median latencies
 	plans               []planCheck
 }
@@ -60,14 +61,13 @@ func listRoles(lastPage int) []role {
 }
 
 func measureList(ctx context.Context, e *benchEnv, samples int) (listResults, error) {
-	var r listResults
+	r := listResults{lastPageNo: e.listPages}
 	client := &http.Client{}
-	pages := []string{"1", strconv.Itoa(e.listPages)}
-	fetch := func(page string) (time.Duration, error) { return get(client, e.svc.URL+listPath+page, e.key) }
+	urls := []string{e.svc.URL + listPath + "1", e.svc.URL + listPath + strconv.Itoa(e.listPages)}
 	// The statements, from a short run of both pages.
 	statements, err := sampleStatements(ctx, e.dbURL, func() error {
 		for i := 0; i < 200; i++ {
-			if _, err := fetch(pages[i%2]); err != nil {
+			if _, err := get(client, urls[i%2], e.key); err != nil {
 				return err
 			}
 		}
@@ -89,7 +89,7 @@ func measureList(ctx context.Context, e *benchEnv, samples int) (listResults, er
 		p.name = role.name
 		r.plans = append(r.plans, p)
 	}
-	ms, err := medians(e.key, []string{e.svc.URL + listPath + pages[0], e.svc.URL + listPath + pages[1]}, samples)
+	ms, err := medians(e.key, urls, samples)
 	if err != nil {
 		return r, err
 	}

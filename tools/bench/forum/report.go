@@ -59,7 +59,7 @@ func report(r results, o options) *bench.Report {
 
 	listRatio := float64(r.list.lastPage) / float64(r.list.firstPage)
 	rep.Add("conversation list: first page latency, median", us(r.list.firstPage), "", true)
-	rep.Add(fmt.Sprintf("conversation list: last page (%d) latency, median", (o.conversations+perPage-1)/perPage), us(r.list.lastPage), "", true)
+	rep.Add(fmt.Sprintf("conversation list: last page (%d) latency, median", r.list.lastPageNo), us(r.list.lastPage), "", true)
 	rep.Add("conversation list: last/first page latency", fmt.Sprintf("%.2f", listRatio),
 		fmt.Sprintf("≤ %.1f", maxListLatencyRatio), listRatio <= maxListLatencyRatio)
 	for _, p := range r.list.plans {
