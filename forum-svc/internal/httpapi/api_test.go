@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
@@ -520,15 +519,11 @@ func TestMalformedInputIsNotAbsent(t *testing.T) {
 	}
 
 	post := func(body string, chunked bool) response {
-		r := httptest.NewRequest(http.MethodPost, "/api/conversations/10/mark-read", strings.NewReader(body))
-		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		r.Header.Add(auth.HeaderAPIKey, keyAlice)
+		r := request(http.MethodPost, "/api/conversations/10/mark-read", "application/x-www-form-urlencoded", body, key(keyAlice))
 		if chunked {
 			r.ContentLength = -1 // unknown length: only reading the body finds it too large
 		}
-		w := httptest.NewRecorder()
-		e.h.ServeHTTP(w, r)
-		return response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
+		return e.serve(r)
 	}
 	wantError(t, post("date=%zz", false), 400, "invalid_date", nil)
 	wantError(t, post("date=1&date=2", false), 400, "invalid_date", nil)

@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -249,16 +248,9 @@ func TestIdempotencyKeyEdges(t *testing.T) {
 // trims header values).
 func (e *env) postWithKey(f url.Values, headers []string, idempotencyKey string) response {
 	e.t.Helper()
-	r := httptest.NewRequest(http.MethodPost, "/api/conversation-messages", strings.NewReader(f.Encode()))
-	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	for _, h := range headers {
-		name, value, _ := strings.Cut(h, ":")
-		r.Header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
-	}
+	r := request(http.MethodPost, "/api/conversation-messages", "application/x-www-form-urlencoded", f.Encode(), headers...)
 	r.Header["Idempotency-Key"] = []string{idempotencyKey}
-	w := httptest.NewRecorder()
-	e.h.ServeHTTP(w, r)
-	return response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
+	return e.serve(r)
 }
 
 // mark-read takes its date from a multipart body as from an urlencoded one (the fix of issue 11
@@ -266,12 +258,7 @@ func (e *env) postWithKey(f url.Values, headers []string, idempotencyKey string)
 func TestMarkReadDateFromEveryFormBody(t *testing.T) {
 	dialects(t, func(t *testing.T, e *env) {
 		ct, body := multipartBody(t, "date", fmt.Sprint(t0+300))
-		r := httptest.NewRequest(http.MethodPost, "/api/conversations/10/mark-read/", body)
-		r.Header.Set("Content-Type", ct)
-		r.Header.Set("Forum-Api-Key", keyAlice)
-		w := httptest.NewRecorder()
-		e.h.ServeHTTP(w, r)
-		wantJSON(t, response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}, `{"success": true}`)
+		wantJSON(t, e.raw(http.MethodPost, "/api/conversations/10/mark-read/", ct, body, key(keyAlice)), `{"success": true}`)
 		if got, _ := e.participant(10, 1); got != t0+300 {
 			t.Fatalf("last_read_date %d after a multipart mark-read; want %d", got, t0+300)
 		}

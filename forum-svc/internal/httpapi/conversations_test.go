@@ -5,15 +5,12 @@ import (
 	"fmt"
 	"mime/multipart"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-
-	"forumstats.local/forum-svc/internal/auth"
 )
 
 // The conversations API of issue 11, on both databases.
@@ -384,7 +381,7 @@ func TestInviteStarMe(t *testing.T) {
 }
 
 // multipartBody encodes fields as multipart/form-data.
-func multipartBody(t *testing.T, kv ...string) (string, *bytes.Buffer) {
+func multipartBody(t *testing.T, kv ...string) (contentType, body string) {
 	var b bytes.Buffer
 	w := multipart.NewWriter(&b)
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -393,20 +390,13 @@ func multipartBody(t *testing.T, kv ...string) (string, *bytes.Buffer) {
 		}
 	}
 	w.Close()
-	return w.FormDataContentType(), &b
+	return w.FormDataContentType(), b.String()
 }
 
 func TestBodiesAndMediaTypes(t *testing.T) {
 	dialects(t, func(t *testing.T, e *env) {
-		send := func(method, path, contentType string, body *bytes.Buffer) response {
-			r := httptest.NewRequest(method, path, body)
-			if contentType != "" {
-				r.Header.Set("Content-Type", contentType)
-			}
-			r.Header.Set(auth.HeaderAPIKey, keyAlice)
-			w := httptest.NewRecorder()
-			e.h.ServeHTTP(w, r)
-			return response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
+		send := func(method, path, contentType, body string) response {
+			return e.raw(method, path, contentType, body, key(keyAlice))
 		}
 		ct, body := multipartBody(t, "recipient_ids[]", "2", "recipient_ids[]", "3", "title", "Multi", "message", "part")
 		r := send(http.MethodPost, "/api/conversations", ct, body)
@@ -424,7 +414,7 @@ func TestBodiesAndMediaTypes(t *testing.T) {
 			{"POST", "/api/conversation-messages"}, {"POST", "/api/conversation-messages/1001"},
 		} {
 			for _, ct := range []string{"application/json", "text/plain", "", "multipart/form-data", "nonsense/"} {
-				r := send(w.method, w.path, ct, bytes.NewBufferString(`{"date": 1767225600}`))
+				r := send(w.method, w.path, ct, `{"date": 1767225600}`)
 				if ct == "multipart/form-data" { // the right type without a boundary: a broken body
 					wantError(t, r, 400, "invalid_input", map[string]any{"field": "body"})
 					continue
@@ -437,11 +427,11 @@ func TestBodiesAndMediaTypes(t *testing.T) {
 		if after != lastRead {
 			t.Fatalf("a refused mark-read moved last_read_date %d -> %d", lastRead, after)
 		}
-		if r := send(http.MethodPost, "/api/conversations/10/mark-unread", "application/json", &bytes.Buffer{}); r.status != 200 {
+		if r := send(http.MethodPost, "/api/conversations/10/mark-unread", "application/json", ""); r.status != 200 {
 			t.Fatalf("empty JSON body: %d %s", r.status, r.body)
 		}
 		// DELETE reads a form body too.
-		if r := send(http.MethodDelete, "/api/conversations/10", "application/x-www-form-urlencoded", bytes.NewBufferString("ignore=1")); r.status != 200 {
+		if r := send(http.MethodDelete, "/api/conversations/10", "application/x-www-form-urlencoded", "ignore=1"); r.status != 200 {
 			t.Fatalf("DELETE with a form: %d %s", r.status, r.body)
 		}
 	})
@@ -494,12 +484,9 @@ func TestIdempotencyKey(t *testing.T) {
 		for _, bad := range []string{"Idempotency-Key: " + strings.Repeat("k", 256), "Idempotency-Key: caf\xc3\xa9", "Idempotency-Key: a\x01b"} {
 			wantError(t, e.post("/api/conversation-messages", f, key(keyAlice), bad), 400, "invalid_idempotency_key", nil)
 		}
-		r := httptest.NewRequest(http.MethodPost, "/api/conversations", strings.NewReader(""))
-		r.Header.Set(auth.HeaderAPIKey, keyAlice)
+		r := request(http.MethodPost, "/api/conversations", "", "", key(keyAlice))
 		r.Header["Idempotency-Key"] = []string{"a", "b"}
-		w := httptest.NewRecorder()
-		e.h.ServeHTTP(w, r)
-		wantError(t, response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}, 400, "invalid_idempotency_key", nil)
+		wantError(t, e.serve(r), 400, "invalid_idempotency_key", nil)
 	})
 }
 

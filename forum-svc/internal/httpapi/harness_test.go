@@ -167,6 +167,12 @@ func (e *env) req(method, path string, form url.Values, headers ...string) respo
 // raw sends method target with a body of any type (no Content-Type when contentType is "") and
 // the given headers ("Name: value" strings).
 func (e *env) raw(method, target, contentType, body string, headers ...string) response {
+	return e.serve(request(method, target, contentType, body, headers...))
+}
+
+// request is the request raw sends, for a test that changes it (a header kept verbatim or
+// repeated, an unknown length) before serve.
+func request(method, target, contentType, body string, headers ...string) *http.Request {
 	r := httptest.NewRequest(method, target, strings.NewReader(body))
 	if contentType != "" {
 		r.Header.Set("Content-Type", contentType)
@@ -175,6 +181,11 @@ func (e *env) raw(method, target, contentType, body string, headers ...string) r
 		name, value, _ := strings.Cut(h, ":")
 		r.Header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
 	}
+	return r
+}
+
+// serve answers r.
+func (e *env) serve(r *http.Request) response {
 	w := httptest.NewRecorder()
 	e.h.ServeHTTP(w, r)
 	return response{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
