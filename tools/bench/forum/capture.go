@@ -29,37 +29,40 @@ func sampleStatements(ctx context.Context, dbURL string, work func() error) ([]s
 		Scan(&since, &limit); err != nil {
 		return nil, err
 	}
-	done := make(chan error, 1)
-	go func() { done <- work() }()
 	seen := map[string]bool{}
 	var out []string
-	for {
+	// poll adds the statements started since that it has not seen yet.
+	poll := func() error {
 		rows, err := conn.QueryContext(ctx, `
 SELECT DISTINCT query FROM pg_stat_activity
 WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
   AND application_name <> 'pgbench' AND query_start >= $1`, since)
 		if err != nil {
-			<-done
-			return nil, err
+			return err
 		}
+		defer rows.Close()
 		for rows.Next() {
 			var q string
 			if err := rows.Scan(&q); err != nil {
-				rows.Close()
-				<-done
-				return nil, err
+				return err
 			}
 			if len(q) >= limit-1 {
-				rows.Close()
-				<-done
-				return nil, fmt.Errorf("a statement is cut at track_activity_query_size (%d bytes): raise it: %.80s", limit, q)
+				return fmt.Errorf("a statement is cut at track_activity_query_size (%d bytes): raise it: %.80s", limit, q)
 			}
 			if !seen[q] {
 				seen[q] = true
 				out = append(out, q)
 			}
 		}
-		rows.Close()
+		return rows.Err()
+	}
+	done := make(chan error, 1)
+	go func() { done <- work() }()
+	for {
+		if err := poll(); err != nil {
+			<-done
+			return nil, err
+		}
 		select {
 		case err := <-done:
 			return out, err
