@@ -177,9 +177,7 @@ func TestReadStateTransitions(t *testing.T) {
 		}
 		// A future date counts as now, so a message dated later than now is still unread.
 		e.post("/api/conversations/10/mark-read", url.Values{"date": {strconv.Itoa(now + 10_000)}}, key(keyAlice))
-		var lastRead int64
-		e.gdb.Raw("SELECT last_read_date FROM conversation_participants WHERE conversation_id = 10 AND user_id = 1").Scan(&lastRead)
-		if lastRead != now {
+		if lastRead, _ := e.participant(10, 1); lastRead != now {
 			t.Fatalf("last_read_date %d after a future date; want now (%d)", lastRead, now)
 		}
 		// date=0 means now too; bad dates are refused and change nothing.
@@ -215,9 +213,7 @@ func TestKeyTypes(t *testing.T) {
 			t.Fatalf("super key as bob does not see bob's read state: %v", got)
 		}
 		wantJSON(t, e.post("/api/conversations/10/mark-read", nil, key(keySuper), user("3")), `{"success": true}`)
-		var carol int64
-		e.gdb.Raw("SELECT last_read_date FROM conversation_participants WHERE conversation_id = 10 AND user_id = 3").Scan(&carol)
-		if carol != now {
+		if carol, _ := e.participant(10, 3); carol != now {
 			t.Fatalf("super key's mark-read did not act for carol: %d", carol)
 		}
 		wantError(t, e.get("/api/conversations/10", key(keySuper)), 403, "login_required", nil)

@@ -188,12 +188,12 @@ func TestLeftConversationIsAbsentEverywhere(t *testing.T) {
 			}
 		}
 		var changed int64
-		e.gdb.Raw(`SELECT (SELECT COUNT(*) FROM conversation_participants WHERE conversation_id = 10 AND (user_id = 4 OR starred))
+		err := e.gdb.Raw(`SELECT (SELECT COUNT(*) FROM conversation_participants WHERE conversation_id = 10 AND (user_id = 4 OR starred))
   + (SELECT COUNT(*) FROM conversations WHERE conversation_id = 10 AND title <> 'Ten')
   + (SELECT COUNT(*) FROM conversation_messages WHERE message_id = 1001 AND message <> 'm1001')
-  + (SELECT COUNT(*) FROM conversation_participants WHERE conversation_id = 10 AND user_id = 1 AND (left_state <> 1 OR last_read_date <> 0))`).Scan(&changed)
-		if changed != 0 {
-			t.Fatalf("the routes of a left conversation changed %d things", changed)
+  + (SELECT COUNT(*) FROM conversation_participants WHERE conversation_id = 10 AND user_id = 1 AND (left_state <> 1 OR last_read_date <> 0))`).Scan(&changed).Error
+		if err != nil || changed != 0 {
+			t.Fatalf("the routes of a left conversation changed %d things (%v)", changed, err)
 		}
 		// Bob sees no change.
 		c := e.get("/api/conversations/10", key(keyBob)).json(t)["conversation"].(map[string]any)

@@ -299,9 +299,9 @@ func TestLeaveAndComeBack(t *testing.T) {
 		e.req(http.MethodDelete, "/api/conversations/12", nil, key(keyAlice))
 		wantJSON(t, e.req(http.MethodDelete, "/api/conversations/12", nil, key(keyBob)), `{"success": true}`)
 		var n int64
-		e.gdb.Raw("SELECT (SELECT COUNT(*) FROM conversations WHERE conversation_id = 12) + (SELECT COUNT(*) FROM conversation_messages WHERE conversation_id = 12)").Scan(&n)
-		if n != 0 {
-			t.Fatalf("conversation 12 left by everyone: %d rows remain", n)
+		err := e.gdb.Raw("SELECT (SELECT COUNT(*) FROM conversations WHERE conversation_id = 12) + (SELECT COUNT(*) FROM conversation_messages WHERE conversation_id = 12)").Scan(&n).Error
+		if err != nil || n != 0 {
+			t.Fatalf("conversation 12 left by everyone: %d rows remain (%v)", n, err)
 		}
 	})
 }
@@ -405,8 +405,7 @@ func TestBodiesAndMediaTypes(t *testing.T) {
 		}
 		// A non-empty body of another type is 415 on every write, mark-read included (its date is
 		// not silently dropped); an empty body of any type is no body.
-		var lastRead int64
-		e.gdb.Raw("SELECT last_read_date FROM conversation_participants WHERE conversation_id = 10 AND user_id = 1").Scan(&lastRead)
+		lastRead, _ := e.participant(10, 1)
 		for _, w := range []struct{ method, path string }{
 			{"POST", "/api/conversations"}, {"POST", "/api/conversations/10"}, {"DELETE", "/api/conversations/10"},
 			{"POST", "/api/conversations/10/mark-read"}, {"POST", "/api/conversations/10/mark-unread"},
@@ -422,9 +421,7 @@ func TestBodiesAndMediaTypes(t *testing.T) {
 				wantError(t, r, 415, "unsupported_media_type", nil)
 			}
 		}
-		var after int64
-		e.gdb.Raw("SELECT last_read_date FROM conversation_participants WHERE conversation_id = 10 AND user_id = 1").Scan(&after)
-		if after != lastRead {
+		if after, _ := e.participant(10, 1); after != lastRead {
 			t.Fatalf("a refused mark-read moved last_read_date %d -> %d", lastRead, after)
 		}
 		if r := send(http.MethodPost, "/api/conversations/10/mark-unread", "application/json", ""); r.status != 200 {
