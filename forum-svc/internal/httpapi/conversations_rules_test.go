@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"forumstats.local/forum-svc/internal/conversation"
 )
 
 // Rules of issue 11 that the scenarios of conversations_test.go leave implicit, on both databases.
@@ -342,6 +344,24 @@ func TestOptionDefaults(t *testing.T) {
 		wantError(t, reply(strings.Repeat("é", 10_001)), 400, "message_too_long", map[string]any{"max": 10000})
 		if r := reply(strings.Repeat("é", 10_000)); r.status != 200 {
 			t.Fatalf("a message of 10,000 characters: %d %s", r.status, r.body)
+		}
+	})
+}
+
+// The longest message any forum allows (messageMaxLength at its largest, in 4-byte characters,
+// percent-encoded: 768 KiB) fits within the 1 MiB body limit: one more character is
+// message_too_long, not the body limit's 413.
+func TestLongestMessageFitsTheBodyLimit(t *testing.T) {
+	dialects(t, func(t *testing.T, e *env) {
+		if err := e.gdb.Exec("UPDATE forum_options SET message_max_length = ?", conversation.MaxMessageLength).Error; err != nil {
+			t.Fatal(err)
+		}
+		reply := func(n int) response {
+			return e.post("/api/conversation-messages", form("conversation_id", "12", "message", strings.Repeat("😀", n)), key(keyAlice))
+		}
+		wantError(t, reply(conversation.MaxMessageLength+1), 400, "message_too_long", map[string]any{"max": conversation.MaxMessageLength})
+		if r := reply(conversation.MaxMessageLength); r.status != 200 {
+			t.Fatalf("a message of %d 4-byte characters: %d %.200s", conversation.MaxMessageLength, r.status, r.body)
 		}
 	})
 }
