@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"forumstats.local/forum-svc/internal/auth"
+	"forumstats.local/forum-svc/internal/conversation"
 	"forumstats.local/forum-svc/internal/seed"
 	"forumstats.local/forum-svc/internal/store"
 	"forumstats.local/forum-svc/migrations"
@@ -140,5 +142,102 @@ func TestRoutedReadsAndWrites(t *testing.T) {
 	}
 	if n := promtestutil.ToFloat64(db.FallbacksCounter("forum-test")) - before; n < 3 {
 		t.Fatalf("%v fallbacks counted", n)
+	}
+}
+
+// The conversations API through Routed: the list and /api/me/ read the replica, the options the
+// writes check against come from the primary, and every write runs on the primary and pins its
+// writer's reads there.
+func TestRoutedConversationsAPI(t *testing.T) {
+	ctx := context.Background()
+	clock := testutil.NewClock(time.Now())
+	r, primary, _ := routedPair(t, clock)
+	// The primary differs: bob has read conversation 10, maxRecipients is 7, user 3 exists.
+	testutil.Exec(t, primary,
+		"UPDATE conversation_participants SET last_read_date = 1700000000 WHERE user_id = 2",
+		"UPDATE forum_options SET max_recipients = 7",
+		"INSERT INTO users (user_id, username) VALUES (3, 'carol')")
+
+	list, err := r.ListConversations(ctx, 2, conversation.ListFilter{}, 1)
+	if err != nil || len(list.Conversations) != 1 || list.Conversations[0].Title != "on the replica" {
+		t.Fatalf("list: %+v, %v", list, err)
+	}
+	if _, unread, err := r.Me(ctx, 2); err != nil || unread != 1 {
+		t.Fatalf("me: %d unread, %v; want the replica's 1", unread, err)
+	}
+	if opts, err := r.Options(ctx); err != nil || opts.MaxRecipients != 7 {
+		t.Fatalf("options: %+v, %v; want the primary's", opts, err)
+	}
+
+	// onPrimary checks that query counts 1 on the primary.
+	onPrimary := func(name, query string) {
+		t.Helper()
+		var n int64
+		if err := primary.Raw(query).Scan(&n).Error; err != nil || n != 1 {
+			t.Fatalf("%s: %d on the primary (%v); want 1", name, n, err)
+		}
+	}
+	yes := true
+	const date = 1700000100
+	for _, w := range []struct {
+		name      string
+		user      int64
+		write     func() error
+		onPrimary string // counts 1 on the primary after the write
+	}{
+		{"start", 1, func() error {
+			_, err := r.StartConversation(ctx, conversation.NewConversation{StarterID: 1, Recipients: []int64{2}, Title: "started", Message: "m", Open: true, Date: date}, nil,
+				func(conversation.ConversationRow) ([]byte, error) { return nil, nil })
+			return err
+		}, "SELECT COUNT(*) FROM conversations WHERE title = 'started'"},
+		{"reply", 2, func() error {
+			_, err := r.Reply(ctx, conversation.NewReply{ConversationID: 10, UserID: 2, Message: "reply", Date: date}, nil,
+				func(conversation.MessageRow, conversation.ConversationRow) ([]byte, error) { return nil, nil })
+			return err
+		}, "SELECT COUNT(*) FROM conversation_messages WHERE message = 'reply'"},
+		{"edit", 1, func() error {
+			_, _, err := r.EditMessage(ctx, 100, 1, "edited")
+			return err
+		}, "SELECT COUNT(*) FROM conversation_messages WHERE message_id = 100 AND message = 'edited'"},
+		{"update", 1, func() error {
+			_, err := r.UpdateConversation(ctx, 10, 1, conversation.ConversationUpdate{OpenInvite: &yes})
+			return err
+		}, "SELECT COUNT(*) FROM conversations WHERE conversation_id = 10 AND open_invite"},
+		{"star", 2, func() error {
+			_, err := r.Star(ctx, 10, 2, &yes)
+			return err
+		}, "SELECT COUNT(*) FROM conversation_participants WHERE conversation_id = 10 AND user_id = 2 AND starred"},
+		{"invite", 1, func() error { return r.Invite(ctx, 10, 1, []int64{3}, 7) },
+			"SELECT COUNT(*) FROM conversation_participants WHERE conversation_id = 10 AND user_id = 3"},
+		{"mark-unread", 1, func() error { return r.MarkUnread(ctx, 10, 1) },
+			"SELECT COUNT(*) FROM conversation_participants WHERE conversation_id = 10 AND user_id = 1 AND last_read_date = 0"},
+	} {
+		title := func() string {
+			t.Helper()
+			c, err := r.Conversation(ctx, 10, w.user)
+			if err != nil {
+				t.Fatalf("%s: %v", w.name, err)
+			}
+			return c.Title
+		}
+		if got := title(); got != "on the replica" {
+			t.Fatalf("%s: user %d reads %q before the write", w.name, w.user, got)
+		}
+		if err := w.write(); err != nil {
+			t.Fatalf("%s: %v", w.name, err)
+		}
+		onPrimary(w.name, w.onPrimary)
+		if got := title(); got != "on the primary" {
+			t.Fatalf("%s: the writer reads %q right after its write", w.name, got)
+		}
+		clock.Add(db.DefaultPinAfterWrite)
+	}
+	// Leaving: on the primary bob is gone from the conversation, on the replica he is still in it.
+	if err := r.Leave(ctx, 10, 2, false); err != nil {
+		t.Fatal(err)
+	}
+	onPrimary("leave", "SELECT COUNT(*) FROM conversation_participants WHERE conversation_id = 10 AND user_id = 2 AND left_state <> 0")
+	if _, err := r.Conversation(ctx, 10, 2); !errors.Is(err, conversation.ErrConversationNotFound) {
+		t.Fatalf("the leaver reads conversation 10 right after leaving: %v", err)
 	}
 }
