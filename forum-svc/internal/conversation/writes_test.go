@@ -6,7 +6,8 @@ import (
 	"testing"
 )
 
-// heldStore holds every reply until release is closed; the other methods are not called.
+// heldStore answers Options and holds every reply until release is closed; no other method is
+// called.
 type heldStore struct {
 	Store
 	started chan struct{}
