@@ -51,8 +51,9 @@ WHERE api_key_hash = ? AND user_id = ? AND idempotency_key = ?`,
 // holds it, a second answers ErrRequestInProgress at once (rather than waiting on the first's
 // uncommitted row); once the lock is free, any earlier claim has committed and is seen. A hash
 // collision between two keys only makes one of them wait its turn as "in progress". SQLite runs
-// one writing transaction at a time (BEGIN IMMEDIATE), so the second request starts after the
-// first committed and replays it.
+// one writing transaction at a time (BEGIN IMMEDIATE), so a second request that reaches the store
+// starts after the first committed and replays it; a repeat the same process is still running is
+// answered ErrRequestInProgress before the store (conversation's runningRetries).
 func (s *Store) claim(tx *gorm.DB, r *conversation.Retry) (*conversation.Answer, error) {
 	if s.dialect.Name == db.Postgres.Name {
 		var locked bool
