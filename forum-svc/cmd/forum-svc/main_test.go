@@ -12,10 +12,10 @@ import (
 
 	"forumstats.local/forum-svc/internal/app"
 	"forumstats.local/forum-svc/internal/auth"
-	"forumstats.local/forum-svc/internal/ratelimit"
 	"forumstats.local/forum-svc/migrations"
 	"forumstats.local/shared/db"
 	"forumstats.local/shared/migrate"
+	"forumstats.local/shared/ratelimit"
 	"forumstats.local/shared/testutil"
 )
 

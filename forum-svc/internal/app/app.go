@@ -17,13 +17,13 @@ import (
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/conversation"
 	"forumstats.local/forum-svc/internal/httpapi"
-	"forumstats.local/forum-svc/internal/ratelimit"
 	"forumstats.local/forum-svc/internal/store"
 	"forumstats.local/forum-svc/migrations"
 	"forumstats.local/shared/backend"
 	"forumstats.local/shared/config"
 	"forumstats.local/shared/db"
 	"forumstats.local/shared/migrate"
+	"forumstats.local/shared/ratelimit"
 	"forumstats.local/shared/server"
 )
 
@@ -31,6 +31,8 @@ import (
 const (
 	DefaultAddr        = ":8081"
 	DefaultDatabaseURL = "sqlite:./data/forum.db"
+	// RateLimitKeyPrefix starts the Redis keys of the API keys' request buckets.
+	RateLimitKeyPrefix = "forum:ratelimit:"
 )
 
 // Config is forum-svc's configuration.
@@ -68,7 +70,7 @@ func LoadConfig() (Config, error) {
 	}
 	rl := ratelimit.Config{PerMinute: perMinute, Burst: burst}
 	if err := rl.Validate(); err != nil {
-		return Config{}, err
+		return Config{}, fmt.Errorf("RATE_LIMIT_PER_MINUTE, RATE_LIMIT_BURST: %w", err)
 	}
 	pin, err := config.Duration("READ_PRIMARY_AFTER_WRITE", db.DefaultPinAfterWrite)
 	if err != nil {
@@ -130,10 +132,10 @@ func NewService(gdb *gorm.DB, rc *redis.Client, rl ratelimit.Config, log *slog.L
 	if opts.Auth.Now == nil {
 		opts.Auth.Now = opts.Now
 	}
-	var limiter ratelimit.Limiter = ratelimit.NewLocal(rl, opts.Now)
+	var limiter httpapi.Limiter = ratelimit.NewLocal(rl, opts.Now)
 	ready := []server.Check{{Name: "database", Fn: db.Ping(gdb)}}
 	if rc != nil {
-		limiter = ratelimit.NewRedis(rc, rl, log)
+		limiter = ratelimit.NewRedis(rc, RateLimitKeyPrefix, rl, log)
 		// Redis is optional for correctness (the limiter falls back), so it is not a readiness check.
 	}
 	h := httpapi.New(httpapi.Deps{

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"forumstats.local/forum-svc/internal/ratelimit"
 	"forumstats.local/forum-svc/internal/seed"
 	"forumstats.local/forum-svc/migrations"
 	"forumstats.local/shared/db"
+	"forumstats.local/shared/ratelimit"
 	"forumstats.local/shared/testutil"
 )
 

@@ -14,11 +14,11 @@ import (
 	"gorm.io/gorm"
 
 	"forumstats.local/forum-svc/internal/conversation"
-	"forumstats.local/forum-svc/internal/ratelimit"
 	"forumstats.local/forum-svc/migrations"
 	"forumstats.local/shared/config"
 	"forumstats.local/shared/db"
 	"forumstats.local/shared/migrate"
+	"forumstats.local/shared/ratelimit"
 	"forumstats.local/shared/testutil"
 )
 

@@ -17,8 +17,8 @@ import (
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/conversation"
 	"forumstats.local/forum-svc/internal/decimal"
-	"forumstats.local/forum-svc/internal/ratelimit"
 	"forumstats.local/shared/form"
+	"forumstats.local/shared/ratelimit"
 	"forumstats.local/shared/server"
 )
 
@@ -28,11 +28,17 @@ var openAPI []byte
 // OpenAPI returns the service's OpenAPI 3 document.
 func OpenAPI() []byte { return openAPI }
 
+// Limiter decides whether the bucket named key (an API key's hash) has a token for one more
+// request.
+type Limiter interface {
+	Allow(ctx context.Context, key string) ratelimit.Decision
+}
+
 // Deps are what the API serves from.
 type Deps struct {
 	Conversations *conversation.Service
 	Auth          *auth.Authenticator
-	Limiter       ratelimit.Limiter
+	Limiter       Limiter
 	Logger        *slog.Logger
 	Ready         []server.Check
 }
@@ -40,7 +46,7 @@ type Deps struct {
 type api struct {
 	conv    *conversation.Service
 	auth    *auth.Authenticator
-	limiter ratelimit.Limiter
+	limiter Limiter
 	allow   map[string]string // route path -> Allow header
 }
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"forumstats.local/forum-svc/internal/auth"
-	"forumstats.local/forum-svc/internal/ratelimit"
+	"forumstats.local/shared/ratelimit"
 )
 
 // conv10 is conversation 10 as alice (who has read nothing) sees it.

@@ -11,8 +11,8 @@ import (
 
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/httpapi"
-	"forumstats.local/forum-svc/internal/ratelimit"
 	"forumstats.local/shared/db"
+	"forumstats.local/shared/ratelimit"
 	"forumstats.local/shared/testutil/openapitest"
 )
 

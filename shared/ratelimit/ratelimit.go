@@ -1,4 +1,4 @@
-// Package ratelimit limits requests per API key with a token bucket: Burst tokens at most,
+// Package ratelimit limits requests per key (an API key, a client address) with a token bucket: Burst tokens at most,
 // refilled at PerMinute/60 tokens a second, one token a request.
 //
 // With Redis the buckets live there (one atomic Lua script per request), so replicas agree; a
@@ -23,10 +23,10 @@ type Config struct {
 // Validate checks the shape.
 func (c Config) Validate() error {
 	if c.PerMinute < 1 {
-		return fmt.Errorf("RATE_LIMIT_PER_MINUTE must be at least 1, got %d", c.PerMinute)
+		return fmt.Errorf("the rate must be at least 1 a minute, got %d", c.PerMinute)
 	}
 	if c.Burst < 1 {
-		return fmt.Errorf("RATE_LIMIT_BURST must be at least 1, got %d", c.Burst)
+		return fmt.Errorf("the burst must be at least 1, got %d", c.Burst)
 	}
 	return nil
 }
@@ -46,11 +46,6 @@ type Decision struct {
 // RetryAfterSeconds is the Retry-After header value: whole seconds, rounded up, at least 1.
 func (d Decision) RetryAfterSeconds() int64 {
 	return max(int64(math.Ceil(d.RetryAfter.Seconds())), 1)
-}
-
-// Limiter decides whether the bucket named key has a token.
-type Limiter interface {
-	Allow(ctx context.Context, key string) Decision
 }
 
 // Local keeps buckets in process.

@@ -42,12 +42,10 @@ redis.call('PEXPIRE', KEYS[1], math.ceil((burst / rate) * 1000) + 1000)
 return {allowed, tostring(wait)}
 `)
 
-// KeyPrefix prefixes the Redis keys of the buckets.
-const KeyPrefix = "forum:ratelimit:"
-
 // Redis keeps buckets in Redis and falls back to a Local limiter when Redis fails.
 type Redis struct {
 	client   redis.UniversalClient
+	prefix   string // of the buckets' Redis keys: one per service and purpose
 	cfg      Config
 	fallback *Local
 	log      *slog.Logger
@@ -67,12 +65,14 @@ const (
 	redisBackoff = time.Second
 )
 
-// NewRedis returns a limiter sharing its buckets through client.
-func NewRedis(client redis.UniversalClient, cfg Config, log *slog.Logger) *Redis {
+// NewRedis returns a limiter sharing its buckets through client, under Redis keys that start with
+// prefix (say "forum:ratelimit:"), so that limiters of other services or purposes never share a
+// bucket.
+func NewRedis(client redis.UniversalClient, prefix string, cfg Config, log *slog.Logger) *Redis {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Redis{client: client, cfg: cfg, fallback: NewLocal(cfg, nil), log: log, timeout: redisTimeout}
+	return &Redis{client: client, prefix: prefix, cfg: cfg, fallback: NewLocal(cfg, nil), log: log, timeout: redisTimeout}
 }
 
 // Allow takes a token from the bucket in Redis; on any Redis error it asks the in-process bucket.
@@ -82,7 +82,7 @@ func (r *Redis) Allow(ctx context.Context, key string) Decision {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	res, err := bucketScript.Run(ctx, r.client, []string{KeyPrefix + key},
+	res, err := bucketScript.Run(ctx, r.client, []string{r.prefix + key},
 		strconv.FormatFloat(r.cfg.ratePerSecond(), 'g', -1, 64), r.cfg.Burst).Slice()
 	if err == nil && len(res) == 2 {
 		allowed, _ := res[0].(int64)

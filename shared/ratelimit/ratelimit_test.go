@@ -16,6 +16,9 @@ import (
 
 func TestMain(m *testing.M) { testutil.Run(m) }
 
+// testPrefix is the tests' Redis key prefix, apart from any service's.
+const testPrefix = "test:ratelimit:"
+
 func TestLocalBucket(t *testing.T) {
 	clk := testutil.NewClock(time.Unix(1_800_000_000, 0))
 	l := NewLocal(Config{PerMinute: 60, Burst: 3}, clk.Now) // one token a second
@@ -105,8 +108,8 @@ func TestRedisReplicasAgree(t *testing.T) {
 	// This test is about atomic counting, not the fail-open bounds (the limiter's 50 ms, the
 	// client's 100 ms read timeout): on a loaded machine a slower answer must not send a call
 	// to the in-process bucket.
-	a := NewRedis(patientRedisClient(t, url), cfg, nil)
-	b := NewRedis(patientRedisClient(t, url), cfg, nil)
+	a := NewRedis(patientRedisClient(t, url), testPrefix, cfg, nil)
+	b := NewRedis(patientRedisClient(t, url), testPrefix, cfg, nil)
 	a.timeout, b.timeout = 5*time.Second, 5*time.Second
 	key := fmt.Sprintf("test-%d", time.Now().UnixNano())
 	ctx := context.Background()
@@ -128,7 +131,7 @@ func TestRedisReplicasAgree(t *testing.T) {
 		t.Fatalf("refusal %+v: want Retry-After in 1..10", d)
 	}
 	// The bucket lives under the prefix and expires.
-	ttl, err := redisClient(t, url).PTTL(ctx, KeyPrefix+key).Result()
+	ttl, err := redisClient(t, url).PTTL(ctx, testPrefix+key).Result()
 	if err != nil || ttl <= 0 {
 		t.Fatalf("bucket TTL = %v, %v", ttl, err)
 	}
@@ -169,7 +172,7 @@ func TestRedisFailsOpen(t *testing.T) {
 	}
 	defer proxy.Close()
 	c := redisClient(t, "redis://"+proxy.Addr()+"/0")
-	l := NewRedis(c, Config{PerMinute: 600, Burst: 100}, nil)
+	l := NewRedis(c, testPrefix, Config{PerMinute: 600, Burst: 100}, nil)
 	ctx := context.Background()
 	key := fmt.Sprintf("failopen-%d", time.Now().UnixNano())
 	if !l.Allow(ctx, key).Allowed {
@@ -189,7 +192,7 @@ func TestRedisFailsOpen(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		l.Allow(ctx, key)
-		n, err := redisClient(t, url).Exists(ctx, KeyPrefix+key).Result()
+		n, err := redisClient(t, url).Exists(ctx, testPrefix+key).Result()
 		if err == nil && n == 1 {
 			break
 		}
@@ -213,7 +216,7 @@ func TestSlowRedisIsSkipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer proxy.Close()
-	l := NewRedis(redisClient(t, "redis://"+proxy.Addr()+"/0"), Config{PerMinute: 600, Burst: 100}, nil)
+	l := NewRedis(redisClient(t, "redis://"+proxy.Addr()+"/0"), testPrefix, Config{PerMinute: 600, Burst: 100}, nil)
 	ctx := context.Background()
 	key := fmt.Sprintf("slow-%d", time.Now().UnixNano())
 	l.Allow(ctx, key) // connect while Redis is fast
