@@ -57,10 +57,12 @@ fuzz: ## Run every FuzzXxx in the workspace for a few seconds each (FUZZTIME, de
 # block grouped as every editor on gopls writes them (it also merges split import declarations).
 GOIMPORTS := golang.org/x/tools/cmd/goimports@v0.52.0
 
-lint: ## gofmt, goimports and go vet
+lint: ## gofmt, goimports, go vet and go mod tidy -diff in every module
 	@out=$$(gofmt -l $(MODULES) 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@out=$$($(GO) run $(GOIMPORTS) -l $(MODULES)) || exit 1; if [ -n "$$out" ]; then echo "goimports would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	@# Each module's go.mod and go.sum list exactly what its packages and tests import.
+	@for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff) || { echo "go mod tidy would change $$m/go.mod or go.sum (run: cd $$m && go mod tidy)" >&2; exit 1; }; done
 
 # Both services' OpenAPI documents, through the Redocly CLI pinned in tools/openapi-lint.
 OPENAPI_DOCS := forum-svc/internal/httpapi/openapi.json stats-svc/internal/httpapi/openapi.json
