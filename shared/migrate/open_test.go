@@ -4,10 +4,17 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"testing/fstest"
 
 	sdb "forumstats.local/shared/db"
 	"forumstats.local/shared/migrate"
 )
+
+// fixture is one table, written for each dialect.
+var fixture = migrate.Set{Component: "fixture", FS: fstest.MapFS{
+	"postgres/0001_fixture.sql": {Data: []byte(`CREATE TABLE parents (id BIGINT PRIMARY KEY);`)},
+	"sqlite/0001_fixture.sql":   {Data: []byte(`CREATE TABLE parents (id INTEGER PRIMARY KEY);`)},
+}}
 
 // Apply leaves the schema up to date, and applying again changes nothing.
 func TestApplyMigratesAndCloses(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 
 	"gorm.io/gorm"
 
-	"forumstats.local/shared/migrate"
 	"forumstats.local/shared/migrate/migratetest"
 	"forumstats.local/shared/reports"
 )
@@ -15,7 +14,7 @@ import (
 // checkEquivalents are the rules SQLite spells its own way: it has no regular expressions, and
 // GLOB's [0-9] is a range of code points, as is PostgreSQL's. TestSQLiteRefusesWhatPostgresRefuses
 // shows each pair refusing the same values.
-var checkEquivalents = migrate.Equivalents{
+var checkEquivalents = migratetest.Equivalents{
 	`guild_id ~ '^[0-9]{1,20}$'`:           `length(guild_id) BETWEEN 1 AND 20 AND guild_id NOT GLOB '*[^0-9]*'`,
 	`day ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}$'`: `day GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]'`,
 	`month ~ '^[0-9]{4}-[0-9]{2}$'`:        `month GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]'`,

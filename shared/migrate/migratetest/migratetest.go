@@ -1,5 +1,7 @@
-// Package migratetest builds both migration trees of a component, for the tests that compare
-// them. It lives apart from migrate because it needs testutil, which needs migrate.
+// Package migratetest builds both migration trees of a component and compares what they built:
+// Inspect states a database's schema in terms both dialects can show (columns, keys, CHECKs in a
+// canonical form), Compare lists where a PostgreSQL and a SQLite tree differ. Only tests import
+// it: the services apply migrations through migrate and never inspect them at run time.
 package migratetest
 
 import (
@@ -34,23 +36,23 @@ func Databases(t testing.TB, set migrate.Set) (pg, lite *gorm.DB) {
 }
 
 // CompareTrees builds both trees of set and fails t with every difference between their schemas
-// (see migrate.Compare); it returns the two databases for further checks.
-func CompareTrees(t testing.TB, set migrate.Set, eq migrate.Equivalents) (pg, lite *gorm.DB) {
+// (see Compare); it returns the two databases for further checks.
+func CompareTrees(t testing.TB, set migrate.Set, eq Equivalents) (pg, lite *gorm.DB) {
 	t.Helper()
 	pg, lite = Databases(t, set)
 	ctx := context.Background()
-	pgSchema, err := migrate.Inspect(ctx, pg)
+	pgSchema, err := Inspect(ctx, pg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	liteSchema, err := migrate.Inspect(ctx, lite)
+	liteSchema, err := Inspect(ctx, lite)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(pgSchema.Tables) == 0 {
 		t.Fatalf("%s: the postgres tree built no table", set.Component)
 	}
-	if diffs := migrate.Compare(pgSchema, liteSchema, eq); len(diffs) > 0 {
+	if diffs := Compare(pgSchema, liteSchema, eq); len(diffs) > 0 {
 		t.Errorf("the %s migration trees differ:\n  %s", set.Component, strings.Join(diffs, "\n  "))
 	}
 	return pg, lite
@@ -118,7 +120,7 @@ func prefix(set migrate.Set, dialect string, through int) (migrate.Set, error) {
 func columns(t testing.TB, lite *gorm.DB) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
-	for _, table := range tableNames(t, lite) {
+	for _, table := range sqliteTables(t, lite) {
 		var cols []string
 		if err := lite.Raw(`SELECT name FROM pragma_table_info(?)`, table).Scan(&cols).Error; err != nil {
 			t.Fatal(err)
@@ -128,7 +130,7 @@ func columns(t testing.TB, lite *gorm.DB) map[string][]string {
 	return out
 }
 
-func tableNames(t testing.TB, lite *gorm.DB) []string {
+func sqliteTables(t testing.TB, lite *gorm.DB) []string {
 	t.Helper()
 	var tables []string
 	if err := lite.Raw(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'

@@ -1,4 +1,4 @@
-package migrate_test
+package migratetest_test
 
 import (
 	"context"
@@ -44,9 +44,9 @@ const fixtureChildren = `
 
 func TestInspectStatesBothDialects(t *testing.T) {
 	pg, lite := migratetest.Databases(t, fixture)
-	children := func(types ...string) migrate.Table {
-		return migrate.Table{
-			Columns: []migrate.Column{
+	children := func(types ...string) migratetest.Table {
+		return migratetest.Table{
+			Columns: []migratetest.Column{
 				{Name: "parent_id", Type: types[0], NotNull: true},
 				{Name: "name", Type: types[1], NotNull: true},
 				{Name: "rank", Type: types[2], NotNull: true},
@@ -58,9 +58,9 @@ func TestInspectStatesBothDialects(t *testing.T) {
 			Checks:      []string{"((rank >= 1) AND (rank <= 9)) OR (flag IS NULL)"},
 		}
 	}
-	parents := func(codeCheck string, types ...string) migrate.Table {
-		return migrate.Table{
-			Columns: []migrate.Column{
+	parents := func(codeCheck string, types ...string) migratetest.Table {
+		return migratetest.Table{
+			Columns: []migratetest.Column{
 				{Name: "id", Type: types[0], NotNull: true},
 				{Name: "code", Type: types[1], NotNull: true},
 				{Name: "at", Type: types[2]},
@@ -72,13 +72,13 @@ func TestInspectStatesBothDialects(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name string
-		want migrate.Schema
+		want migratetest.Schema
 	}{
-		{"postgres", migrate.Schema{Dialect: "postgres", Tables: map[string]migrate.Table{
+		{"postgres", migratetest.Schema{Dialect: "postgres", Tables: map[string]migratetest.Table{
 			"parents":  parents("code ~ '^[a-z]+$'", "bigint", "text", "timestamp with time zone"),
 			"children": children("bigint", "text", "integer", "boolean"),
 		}}},
-		{"sqlite", migrate.Schema{Dialect: "sqlite", Tables: map[string]migrate.Table{
+		{"sqlite", migratetest.Schema{Dialect: "sqlite", Tables: map[string]migratetest.Table{
 			"parents":  parents("(NOT (code GLOB '*[^a-z]*')) AND (code <> '')", "INTEGER", "TEXT", "DATETIME"),
 			"children": children("BIGINT", "TEXT", "INTEGER", "BOOLEAN"),
 		}}},
@@ -87,7 +87,7 @@ func TestInspectStatesBothDialects(t *testing.T) {
 		if c.name == "sqlite" {
 			gdb = lite
 		}
-		got, err := migrate.Inspect(context.Background(), gdb)
+		got, err := migratetest.Inspect(context.Background(), gdb)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -103,7 +103,7 @@ func TestInspectRefusesPartialUniqueIndexes(t *testing.T) {
 		if err := gdb.Exec(`CREATE UNIQUE INDEX children_flagged ON children (name) WHERE flag`).Error; err != nil {
 			t.Fatal(err)
 		}
-		_, err := migrate.Inspect(context.Background(), gdb)
+		_, err := migratetest.Inspect(context.Background(), gdb)
 		if err == nil || !strings.Contains(err.Error(), "children_flagged") {
 			t.Errorf("%s: Inspect = %v, want a refusal naming children_flagged", name, err)
 		}
