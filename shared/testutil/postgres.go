@@ -20,7 +20,6 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for the admin connection
-	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
 	"gorm.io/gorm"
 
 	"forumstats.local/shared/db"
@@ -40,18 +39,7 @@ func pingPostgres(ctx context.Context, u string) error {
 	return conn.PingContext(ctx)
 }
 
-func postgresContainer() (string, func(), error) {
-	return startContainer(func(ctx context.Context) (*tcpostgres.PostgresContainer, error) {
-		return tcpostgres.Run(ctx, "postgres:16-alpine",
-			tcpostgres.WithDatabase("postgres"),
-			tcpostgres.WithUsername("postgres"),
-			tcpostgres.WithPassword("postgres"),
-			tcpostgres.BasicWaitStrategies(),
-		)
-	}, func(ctx context.Context, c *tcpostgres.PostgresContainer) (string, error) {
-		return c.ConnectionString(ctx, "sslmode=disable")
-	})
-}
+func postgresContainer() (string, func(), error) { return startContainer("postgres") }
 
 var unsafeName = regexp.MustCompile(`[^a-z0-9_]+`)
 

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/redis/go-redis/v9"
-	tcredis "github.com/testcontainers/testcontainers-go/modules/redis"
 )
 
 // RedisURL returns the URL of a Redis server for tests. Packages share it: use a unique key
@@ -21,7 +20,4 @@ func pingRedis(ctx context.Context, u string) error {
 	return c.Ping(ctx).Err()
 }
 
-func redisContainer() (string, func(), error) {
-	return startContainer(func(ctx context.Context) (*tcredis.RedisContainer, error) { return tcredis.Run(ctx, "redis:7-alpine") },
-		func(ctx context.Context, c *tcredis.RedisContainer) (string, error) { return c.ConnectionString(ctx) })
-}
+func redisContainer() (string, func(), error) { return startContainer("redis") }

@@ -1,13 +1,17 @@
 package testutil
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"time"
-
-	"github.com/testcontainers/testcontainers-go"
 )
 
 // The servers tests run against, each found once per test process.
@@ -76,28 +80,67 @@ func (s *source) stop() {
 	}
 }
 
-// recoverContainerPanic turns the panic of an older testcontainers version that finds no Docker
-// host into the error *err.
-func recoverContainerPanic(err *error) {
-	if r := recover(); r != nil {
-		*err = fmt.Errorf("%v", r)
+// containerCommand runs forumstats.local/testservers' command testserver, the one that talks to a
+// Docker engine through testcontainers-go. It runs as a child process from its own module, so
+// that no module whose tests use this package carries the Docker client in its module graph.
+// Tests replace it.
+var containerCommand = func(kind string) *exec.Cmd {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
+	return exec.Command(goTool, "run", "forumstats.local/testservers/cmd/testserver", kind)
 }
 
-// startContainer starts a container through run (a testcontainers module's Run with its image
-// and options) and returns the URL connect reads from it and a cleanup that terminates it.
-func startContainer[C testcontainers.Container](run func(context.Context) (C, error), connect func(context.Context, C) (string, error)) (u string, cleanup func(), err error) {
-	defer recoverContainerPanic(&err)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c, err := run(ctx)
+// containerStart bounds building testserver, pulling the image and starting the container.
+var containerStart = 3 * time.Minute
+
+// startContainer starts a container of kind ("postgres", "redis") through testserver and returns
+// its URL and a cleanup that stops it. testserver prints the URL on its first line and keeps the
+// container until its standard input closes, so the container also goes when this process dies.
+func startContainer(kind string) (u string, cleanup func(), err error) {
+	cmd := containerCommand(kind)
+	var stderr Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return "", nil, err
 	}
-	terminate := func() { _ = testcontainers.TerminateContainer(c) }
-	if u, err = connect(ctx, c); err != nil {
-		terminate()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
 		return "", nil, err
 	}
-	return u, terminate, nil
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("start testserver: %w", err)
+	}
+	stop := func() {
+		_ = stdin.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	line := make(chan string, 1)
+	go func() {
+		first, _ := bufio.NewReader(stdout).ReadString('\n')
+		line <- strings.TrimSpace(first)
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case u = <-line:
+	case <-time.After(containerStart):
+	}
+	if u == "" {
+		stop()
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" {
+			msg = fmt.Sprintf("no URL within %s", containerStart)
+		}
+		return "", nil, fmt.Errorf("testserver %s: %s", kind, msg)
+	}
+	return u, stop, nil
 }
