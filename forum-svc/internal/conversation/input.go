@@ -52,7 +52,7 @@ var (
 	// ErrNoPermission: the user may see the object but not do this to it (edit another user's
 	// message, update a conversation one did not start, invite without the right).
 	ErrNoPermission = errors.New("you do not have permission to do this")
-	// ErrConversationClosed: a closed conversation takes no reply and no invite.
+	// ErrConversationClosed: a closed conversation takes no reply, no invite and no edit.
 	ErrConversationClosed = errors.New("the conversation is closed")
 	// ErrIdempotencyKeyReused: the key was used for a different request.
 	ErrIdempotencyKeyReused = errors.New("the idempotency key was used for a different request")

@@ -21,8 +21,9 @@ type WriteStore interface {
 	StartConversation(ctx context.Context, c NewConversation, retry *Retry, answer func(ConversationRow) ([]byte, error)) (Answer, error)
 	// Reply appends a message dated date; ErrConversationClosed when the conversation is closed.
 	Reply(ctx context.Context, r NewReply, retry *Retry, answer func(MessageRow, ConversationRow) ([]byte, error)) (Answer, error)
-	// EditMessage replaces a message's text; ErrNoPermission unless the user wrote it.
-	EditMessage(ctx context.Context, messageID, userID int64, text string) (MessageRow, ConversationRow, error)
+	// EditMessage replaces a message's text when CheckEdit allows it, judged in the write's own
+	// transaction against the message and its conversation as they are then.
+	EditMessage(ctx context.Context, e MessageEdit) (MessageRow, ConversationRow, error)
 	// UpdateConversation changes u's fields; ErrNoPermission unless the user started it.
 	UpdateConversation(ctx context.Context, conversationID, userID int64, u ConversationUpdate) (ConversationRow, error)
 	// Leave takes the conversation out of the user's list (for good with ignore); the last
@@ -50,6 +51,34 @@ type NewReply struct {
 	UserID         int64
 	Message        string
 	Date           int64
+}
+
+// MessageEdit is a new text for a message.
+type MessageEdit struct {
+	MessageID int64
+	UserID    int64
+	Text      string
+}
+
+// EditTarget is what the rules of editing look at: the message's author and the state of its
+// conversation.
+type EditTarget struct {
+	AuthorID         int64
+	ConversationOpen bool
+}
+
+// CheckEdit tells whether userID may edit the message of t. A closed conversation is settled, for
+// its messages as for replies and invites: nobody edits in it, its author neither
+// (ErrConversationClosed, judged first, as for the other writes into it). Otherwise only the
+// author edits (ErrNoPermission).
+func CheckEdit(t EditTarget, userID int64) error {
+	switch {
+	case !t.ConversationOpen:
+		return ErrConversationClosed
+	case t.AuthorID != userID:
+		return ErrNoPermission
+	}
+	return nil
 }
 
 // Retry is an Idempotency-Key claim on a write. The store runs the write only when no answer is
@@ -216,7 +245,7 @@ func (s *Service) Edit(ctx context.Context, userID, messageID int64, f Fields) (
 	if err != nil {
 		return Message{}, err
 	}
-	m, c, err := s.store.EditMessage(ctx, messageID, userID, text)
+	m, c, err := s.store.EditMessage(ctx, MessageEdit{MessageID: messageID, UserID: userID, Text: text})
 	if err != nil {
 		return Message{}, err
 	}

@@ -81,7 +81,7 @@ var errorTable = []struct {
 	{conversation.ErrMessageNotFound, errorSpec{http.StatusNotFound, CodeMessageNotFound, "The requested message could not be found."}},
 	{conversation.ErrInvalidDate, errorSpec{http.StatusBadRequest, CodeInvalidDate, "date must be a non-negative integer of Unix seconds."}},
 	{conversation.ErrNoPermission, errorSpec{http.StatusForbidden, CodeNoPermission, "You do not have permission to do this."}},
-	{conversation.ErrConversationClosed, errorSpec{http.StatusForbidden, CodeConversationClosed, "The conversation is closed: it takes no reply and no invite."}},
+	{conversation.ErrConversationClosed, errorSpec{http.StatusForbidden, CodeConversationClosed, "The conversation is closed: it takes no reply, no invite and no edit."}},
 	{conversation.ErrInvalidIdempotencyKey, errorSpec{http.StatusBadRequest, CodeInvalidIdempotencyKey, "Idempotency-Key must be 1 to 255 printable ASCII characters."}},
 	{conversation.ErrIdempotencyKeyReused, errorSpec{http.StatusUnprocessableEntity, CodeIdempotencyKeyReused, "This Idempotency-Key was used for a different request."}},
 	{conversation.ErrRequestInProgress, errorSpec{http.StatusConflict, CodeRequestInProgress, "A request with this Idempotency-Key is still in progress; retry later."}},

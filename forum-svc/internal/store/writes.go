@@ -204,25 +204,39 @@ WHERE conversation_id = ?`, r.Date, stateLeft, stateIn, r.UserID, r.Date, r.Date
 	})
 }
 
-// EditMessage implements conversation.WriteStore.
-func (s *Store) EditMessage(ctx context.Context, messageID, userID int64, text string) (m conversation.MessageRow, c conversation.ConversationRow, err error) {
-	err = s.tx(ctx, func(tx *gorm.DB) error {
-		var author int64
-		err := tx.Raw(`SELECT m.user_id FROM conversation_messages m
+// editTargetSQL reads what CheckEdit judges, for a participant who has not left the message's
+// conversation.
+const editTargetSQL = `
+SELECT m.user_id, c.conversation_open
+FROM conversation_messages m
+JOIN conversations c ON c.conversation_id = m.conversation_id
 JOIN conversation_participants p ON p.conversation_id = m.conversation_id AND p.user_id = ? AND p.left_state = 0
-WHERE m.message_id = ?`, userID, messageID).Row().Scan(&author)
+WHERE m.message_id = ?`
+
+// EditMessage implements conversation.WriteStore. On PostgreSQL the conversation's row is locked
+// first, as every write that depends on its state locks it, so that an edit never lands in a
+// conversation being closed.
+func (s *Store) EditMessage(ctx context.Context, e conversation.MessageEdit) (m conversation.MessageRow, c conversation.ConversationRow, err error) {
+	err = s.tx(ctx, func(tx *gorm.DB) error {
+		q := editTargetSQL
+		if s.dialect.Name == db.Postgres.Name {
+			q += " FOR UPDATE OF c"
+		}
+		var t conversation.EditTarget
+		err := tx.Raw(q, e.UserID, e.MessageID).Row().Scan(&t.AuthorID, &t.ConversationOpen)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return conversation.ErrMessageNotFound
 		case err != nil:
 			return err
-		case author != userID:
-			return conversation.ErrNoPermission
 		}
-		if err := tx.Exec(`UPDATE conversation_messages SET message = ? WHERE message_id = ?`, text, messageID).Error; err != nil {
+		if err := conversation.CheckEdit(t, e.UserID); err != nil {
 			return err
 		}
-		m, c, err = s.messageOn(ctx, conn(tx), messageID, userID)
+		if err := tx.Exec(`UPDATE conversation_messages SET message = ? WHERE message_id = ?`, e.Text, e.MessageID).Error; err != nil {
+			return err
+		}
+		m, c, err = s.messageOn(ctx, conn(tx), e.MessageID, e.UserID)
 		return err
 	})
 	return m, c, err
