@@ -22,7 +22,13 @@ type Options struct {
 	DiscussionsPerPage int64 // page size of the conversation list
 	MaxRecipients      int64 // participants other than the starter, in the whole conversation
 	MessageMaxLength   int64 // in Unicode code points
+	// EditOwnMessageTimeLimit is how long after its date an author may edit their message, in
+	// minutes; 0: no limit.
+	EditOwnMessageTimeLimit int64
 }
+
+// MaxEditOwnMessageTimeLimit bounds editOwnMessageTimeLimit: a year of minutes.
+const MaxEditOwnMessageTimeLimit = 365 * 24 * 60
 
 // MaxTitleLength bounds a title, in code points.
 const MaxTitleLength = 100

@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -58,27 +59,41 @@ type MessageEdit struct {
 	MessageID int64
 	UserID    int64
 	Text      string
+	Date      int64 // now, Unix seconds (set by the Service)
+	TimeLimit int64 // editOwnMessageTimeLimit, in minutes; 0: none
 }
 
-// EditTarget is what the rules of editing look at: the message's author and the state of its
-// conversation.
+// EditTarget is what the rules of editing look at: the message's author and date, and whether its
+// conversation is open.
 type EditTarget struct {
 	AuthorID         int64
+	MessageDate      int64
 	ConversationOpen bool
 }
 
-// CheckEdit tells whether userID may edit the message of t. A closed conversation is settled, for
-// its messages as for replies and invites: nobody edits in it, its author neither
+// CheckEdit tells whether e may change the message of t. A closed conversation is settled, for its
+// messages as for replies and invites: nobody edits in it, its author neither
 // (ErrConversationClosed, judged first, as for the other writes into it). Otherwise only the
-// author edits (ErrNoPermission).
-func CheckEdit(t EditTarget, userID int64) error {
+// author edits (ErrNoPermission), and with a time limit only within that many minutes of the
+// message's date, the last second of the last minute included (*EditTimeLimitError): a message
+// others have read and answered long ago cannot be rewritten under them.
+func CheckEdit(t EditTarget, e MessageEdit) error {
 	switch {
 	case !t.ConversationOpen:
 		return ErrConversationClosed
-	case t.AuthorID != userID:
+	case t.AuthorID != e.UserID:
 		return ErrNoPermission
+	case e.TimeLimit > 0 && e.Date-t.MessageDate > e.TimeLimit*60:
+		return &EditTimeLimitError{Minutes: e.TimeLimit}
 	}
 	return nil
+}
+
+// EditTimeLimitError: the author's message is older than editOwnMessageTimeLimit.
+type EditTimeLimitError struct{ Minutes int64 }
+
+func (e *EditTimeLimitError) Error() string {
+	return fmt.Sprintf("a message can be edited within %d minutes of being sent", e.Minutes)
 }
 
 // Retry is an Idempotency-Key claim on a write. The store runs the write only when no answer is
@@ -245,7 +260,8 @@ func (s *Service) Edit(ctx context.Context, userID, messageID int64, f Fields) (
 	if err != nil {
 		return Message{}, err
 	}
-	m, c, err := s.store.EditMessage(ctx, MessageEdit{MessageID: messageID, UserID: userID, Text: text})
+	e := MessageEdit{MessageID: messageID, UserID: userID, Text: text, Date: s.now().Unix(), TimeLimit: opts.EditOwnMessageTimeLimit}
+	m, c, err := s.store.EditMessage(ctx, e)
 	if err != nil {
 		return Message{}, err
 	}

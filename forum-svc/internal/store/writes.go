@@ -67,8 +67,8 @@ func conn(tx *gorm.DB) querier { return tx.Statement.ConnPool }
 // Options implements conversation.WriteStore.
 func (s *Store) Options(ctx context.Context) (conversation.Options, error) {
 	var o conversation.Options
-	err := s.sql.QueryRowContext(ctx, `SELECT discussions_per_page, max_recipients, message_max_length FROM forum_options`).
-		Scan(&o.DiscussionsPerPage, &o.MaxRecipients, &o.MessageMaxLength)
+	err := s.sql.QueryRowContext(ctx, `SELECT discussions_per_page, max_recipients, message_max_length, edit_own_message_time_limit
+FROM forum_options`).Scan(&o.DiscussionsPerPage, &o.MaxRecipients, &o.MessageMaxLength, &o.EditOwnMessageTimeLimit)
 	if err != nil {
 		return o, fmt.Errorf("read options: %w", err)
 	}
@@ -207,7 +207,7 @@ WHERE conversation_id = ?`, r.Date, stateLeft, stateIn, r.UserID, r.Date, r.Date
 // editTargetSQL reads what CheckEdit judges, for a participant who has not left the message's
 // conversation.
 const editTargetSQL = `
-SELECT m.user_id, c.conversation_open
+SELECT m.user_id, m.message_date, c.conversation_open
 FROM conversation_messages m
 JOIN conversations c ON c.conversation_id = m.conversation_id
 JOIN conversation_participants p ON p.conversation_id = m.conversation_id AND p.user_id = ? AND p.left_state = 0
@@ -223,14 +223,14 @@ func (s *Store) EditMessage(ctx context.Context, e conversation.MessageEdit) (m 
 			q += " FOR UPDATE OF c"
 		}
 		var t conversation.EditTarget
-		err := tx.Raw(q, e.UserID, e.MessageID).Row().Scan(&t.AuthorID, &t.ConversationOpen)
+		err := tx.Raw(q, e.UserID, e.MessageID).Row().Scan(&t.AuthorID, &t.MessageDate, &t.ConversationOpen)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return conversation.ErrMessageNotFound
 		case err != nil:
 			return err
 		}
-		if err := conversation.CheckEdit(t, e.UserID); err != nil {
+		if err := conversation.CheckEdit(t, e); err != nil {
 			return err
 		}
 		if err := tx.Exec(`UPDATE conversation_messages SET message = ? WHERE message_id = ?`, e.Text, e.MessageID).Error; err != nil {
