@@ -60,7 +60,7 @@ func TestSQLiteUpgradeIDsNeverReused(t *testing.T) {
 				(1100, 11, 2, 'bye', 200, 1)`,
 			`INSERT INTO api_keys VALUES ('`+strings.Repeat("a", 64)+`', 'user', 1, 'conversation:write', 1, NULL, 50)`,
 			`INSERT INTO idempotency_keys VALUES ('`+strings.Repeat("a", 64)+`', 1, 'k1', '`+strings.Repeat("f", 64)+`',
-				150, 200, '{"success": true}')`,
+				150, 200, '{"success": true, "conversation": {"conversation_id": 10}}')`,
 		)
 		before = schema(t, withLaterMigrations(t, gdb, 4))
 	})
