@@ -1,7 +1,11 @@
 package migrations_test
 
 import (
+	"io/fs"
+	"path"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -56,9 +60,9 @@ func TestSQLiteUpgradeIDsNeverReused(t *testing.T) {
 				(1100, 11, 2, 'bye', 200, 1)`,
 			`INSERT INTO api_keys VALUES ('`+strings.Repeat("a", 64)+`', 'user', 1, 'conversation:write', 1, NULL, 50)`,
 			`INSERT INTO idempotency_keys VALUES ('`+strings.Repeat("a", 64)+`', 1, 'k1', '`+strings.Repeat("f", 64)+`',
-				150, 200, '{"success": true}')`,
+				150, 200, '{"success": true, "conversation": {"conversation_id": 10}}')`,
 		)
-		before = schema(t, gdb)
+		before = schema(t, withLaterMigrations(t, gdb, 4))
 	})
 	after := schema(t, lite)
 	for name, want := range before {
@@ -111,6 +115,39 @@ func TestSQLiteUpgradeIDsNeverReused(t *testing.T) {
 	if id != 12 || messageID != 1101 {
 		t.Errorf("new ids after deleting conversation 11 and message 1100: %d, %d; want 12, 1101", id, messageID)
 	}
+}
+
+// withLaterMigrations copies gdb's schema (tables, then indexes) into a new SQLite database and
+// applies to it the SQLite migrations numbered above after: the schema an upgrade through after
+// would give if migration after itself changed nothing, so that a test holds after alone to that.
+func withLaterMigrations(t *testing.T, gdb *gorm.DB, after int) *gorm.DB {
+	t.Helper()
+	var stmts []string
+	if err := gdb.Raw(`SELECT sql FROM sqlite_master WHERE sql IS NOT NULL
+		AND tbl_name NOT LIKE 'sqlite\_%' ESCAPE '\' AND tbl_name <> 'schema_migrations'
+		ORDER BY type <> 'table', rowid`).Scan(&stmts).Error; err != nil {
+		t.Fatal(err)
+	}
+	names, err := fs.Glob(migrations.Set.FS, "sqlite/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		n, err := strconv.Atoi(strings.SplitN(path.Base(name), "_", 2)[0])
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if n > after {
+			b, err := fs.ReadFile(migrations.Set.FS, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stmts = append(stmts, string(b))
+		}
+	}
+	cp := testutil.OpenDB(t, "sqlite:"+filepath.Join(t.TempDir(), "copy.db"))
+	testutil.Exec(t, cp, stmts...)
+	return cp
 }
 
 // blanks are what schema ignores in the stored CREATE statements: layout, the quotes ALTER

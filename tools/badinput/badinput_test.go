@@ -203,6 +203,17 @@ func TestForumCorpusCoversIssue11(t *testing.T) {
 	has("messages over messageMaxLength", 5, func(k Case) bool { return code(k, "message_too_long") })
 	has("titles over 100", 5, func(k Case) bool { return code(k, "title_too_long") })
 	has("invalid UTF-8", 5, func(k Case) bool { return strings.Contains(string(k.Body), "%FF") && code(k, "invalid_input") })
+	for _, h := range []struct{ name, escaped, code string }{
+		{"terminal escapes", "%1B", "invalid_input"},
+		{"C1 controls", "%C2%9B", "invalid_input"},
+		{"right-to-left overrides", "%E2%80%AE", "invalid_input"},
+		{"invisible titles and messages", "%E2%80%8B", "required_input_missing"},
+	} {
+		has(h.name+" in titles and messages", 4, func(k Case) bool {
+			return strings.Contains(string(k.Body), h.escaped) && (strings.Contains(string(k.Body), "title=") ||
+				strings.Contains(string(k.Body), "message=")) && code(k, h.code)
+		})
+	}
 	has("malformed Idempotency-Keys", 10, func(k Case) bool { return code(k, "invalid_idempotency_key") })
 	has("ownership violations", 3, func(k Case) bool { return code(k, "no_permission") })
 	has("closed conversations", 2, func(k Case) bool { return code(k, "conversation_closed") })

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -115,20 +116,87 @@ func ambiguousNumber(s string) bool {
 	return t == "" || isDigits(t, len(t)) && t != s
 }
 
-// textOutcome is the answer to s as a required text of at most max code points, ok false when s
-// is a valid one: not UTF-8 or with NUL is malformed, blank after trimming is missing.
+// textOutcome is the answer to s as a required title or message (name) of at most max code
+// points, ok false when s is a valid one: not UTF-8 or with NUL is malformed; after trimming,
+// without a visible character is missing; a character the field may not hold is malformed
+// (refusedText); longer than max is too long.
 func textOutcome(name, s string, max int) (Outcome, bool) {
 	if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
 		return invalidInput(name), true
 	}
 	t := strings.TrimSpace(s)
 	switch {
-	case t == "":
+	case strings.IndexFunc(t, visibleRune) < 0:
 		return missingInput(name), true
+	case refusedText(name, t):
+		return invalidInput(name), true
 	case utf8.RuneCountInString(t) > max:
 		return tooLong(name, max), true
 	}
 	return Outcome{}, false
+}
+
+// visibleRune tells whether r shows on a screen: not white space, a control, a format character,
+// a default-ignorable filler, a variation selector nor the blank braille pattern.
+func visibleRune(r rune) bool {
+	return !unicode.IsSpace(r) && !unicode.In(r, unicode.Cc, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point,
+		unicode.Variation_Selector) && r != '\u2800'
+}
+
+// refusedText tells whether the title or message t holds a character forum-svc refuses there: in
+// a title any control, format character (Cf) or line or paragraph separator; in a message a
+// control but the tab, LF and the CR of a CRLF, a bidirectional embedding, override or isolate,
+// or a line or paragraph separator.
+func refusedText(name, t string) bool {
+	for i, r := range t {
+		switch {
+		case unicode.In(r, unicode.Cc, unicode.Zl, unicode.Zp) && name == "title":
+			return true
+		case name == "title" && unicode.Is(unicode.Cf, r):
+			return true
+		case r == '\t', r == '\n':
+		case r == '\r':
+			if !strings.HasPrefix(t[i:], "\r\n") {
+				return true
+			}
+		case unicode.In(r, unicode.Cc, unicode.Zl, unicode.Zp):
+			return true
+		case unicode.Is(unicode.Bidi_Control, r) && r != '\u200e' && r != '\u200f' && r != '\u061c':
+			return true
+		}
+	}
+	return false
+}
+
+// hostileTexts are titles and messages built to spoof what a reader sees (terminal escapes,
+// forged lines, reordered or invisible text), each with what the service answers as a title and
+// as a message (textOutcome).
+var hostileTexts = []struct{ label, s string }{
+	{"terminal-clear", "\x1b[2J\x1b[H"},
+	{"terminal-title", "\x1b]0;owned\a"},
+	{"terminal-color", "ok\x1b[31m red"},
+	{"bell", "ding\a"},
+	{"del", "a\x7fb"},
+	{"c1-csi", "a\u009b31mb"},
+	{"c1-nel", "a\u0085b"},
+	{"lf", "one\ntwo"},
+	{"crlf", "one\r\nFake: two"},
+	{"lone-cr", "one\rtwo"},
+	{"tab", "a\tb"},
+	{"rtl-override", "invoice_\u202egnp.exe"},
+	{"ltr-embedding", "a\u202ab\u202c"},
+	{"rtl-isolate", "a\u2067b\u2069"},
+	{"line-separator", "a\u2028b"},
+	{"paragraph-separator", "a\u2029b"},
+	{"zero-width-inside", "a\u200bb"},
+	{"bom-inside", "a\ufeffb"},
+	{"zwj-emoji", "\U0001F468\u200d\U0001F469\u200d\U0001F467"},
+	{"only-zero-width-space", "\u200b"},
+	{"only-zero-width", "\u200b\u200c\u200d\u2060\ufeff"},
+	{"only-override", "\u202e"},
+	{"only-hangul-filler", "\u3164"},
+	{"only-braille-blank", "\u2800"},
+	{"only-variation-selector", "\ufe0f"},
 }
 
 // badBooleans are values that are not 1/0/true/false.
@@ -248,6 +316,26 @@ func conversationCases(r *rand.Rand, d ForumData, values []value) []Case {
 			if want, bad := textOutcome(name, v.sent(), max); bad {
 				post("start/"+name+"/"+v.Label, http.MethodPost, startPath(), start.with(name, field(name, v)), nil, want)
 			}
+		}
+	}
+	// Titles and messages that spoof what a reader sees, on every write that takes one.
+	for _, h := range hostileTexts {
+		for _, name := range []string{"title", "message"} {
+			max := 100
+			if name == "message" {
+				max = maxMsg
+			}
+			want, bad := textOutcome(name, h.s, max)
+			if !bad {
+				continue
+			}
+			post("start/"+name+"/"+h.label, http.MethodPost, startPath(), start.with(name, text(name, h.s)), nil, want)
+			if name == "title" {
+				post("update/title/"+h.label, http.MethodPost, slash(convPath(updateTarget, "")), form{text("title", h.s)}, nil, want)
+				continue
+			}
+			post("reply/message/"+h.label, http.MethodPost, replyPath(), reply.with("message", text("message", h.s)), nil, want)
+			post("edit/message/"+h.label, http.MethodPost, msgPath(d.OwnMessage), edit.with("message", text("message", h.s)), nil, want)
 		}
 	}
 	// The Idempotency-Key header (1 to 255 printable ASCII characters); net/http refuses control

@@ -22,7 +22,13 @@ type Options struct {
 	DiscussionsPerPage int64 // page size of the conversation list
 	MaxRecipients      int64 // participants other than the starter, in the whole conversation
 	MessageMaxLength   int64 // in Unicode code points
+	// EditOwnMessageTimeLimit is how long after its date an author may edit their message, in
+	// minutes; 0: no limit.
+	EditOwnMessageTimeLimit int64
 }
+
+// MaxEditOwnMessageTimeLimit bounds editOwnMessageTimeLimit: a year of minutes.
+const MaxEditOwnMessageTimeLimit = 365 * 24 * 60
 
 // MaxTitleLength bounds a title, in code points.
 const MaxTitleLength = 100
@@ -52,7 +58,7 @@ var (
 	// ErrNoPermission: the user may see the object but not do this to it (edit another user's
 	// message, update a conversation one did not start, invite without the right).
 	ErrNoPermission = errors.New("you do not have permission to do this")
-	// ErrConversationClosed: a closed conversation takes no reply and no invite.
+	// ErrConversationClosed: a closed conversation takes no reply, no invite and no edit.
 	ErrConversationClosed = errors.New("the conversation is closed")
 	// ErrIdempotencyKeyReused: the key was used for a different request.
 	ErrIdempotencyKeyReused = errors.New("the idempotency key was used for a different request")
@@ -159,8 +165,18 @@ func (f Fields) Text(name string) (s string, blank bool, err error) {
 // required collects blank required fields into a MissingInputError.
 type required struct{ missing []string }
 
-func (r *required) text(f Fields, name string) (string, error) {
+// text reads the required text field name. valid, when set, tells whether a text holds only the
+// characters the field may hold (validTitle, validMessage); such a text is also blank without a
+// visible character. Blank is missing whether or not the text is valid: required fields are
+// checked first.
+func (r *required) text(f Fields, name string, valid func(string) bool) (string, error) {
 	s, blank, err := f.Text(name)
+	if err == nil && !blank && valid != nil {
+		blank = !hasVisible(s)
+		if !blank && !valid(s) {
+			err = &InvalidInputError{Field: name}
+		}
+	}
 	if blank {
 		r.missing = append(r.missing, name)
 	}
@@ -255,8 +271,8 @@ type NewConversation struct {
 // required fields, malformed values (recipients, booleans), lengths.
 func ParseStart(f Fields, userID int64, opts Options) (NewConversation, Recipients, error) {
 	var req required
-	title, errTitle := req.text(f, FieldTitle)
-	message, errMessage := req.text(f, FieldMessage)
+	title, errTitle := req.text(f, FieldTitle, validTitle)
+	message, errMessage := req.text(f, FieldMessage, validMessage)
 	open, _, errOpen := f.Bool(FieldConversationOpen, true)
 	invite, _, errInvite := f.Bool(FieldOpenInvite, false)
 	rs, errRecipients := ParseRecipients(f.recipientValues(), userID, opts.MaxRecipients)
@@ -275,7 +291,7 @@ func ParseStart(f Fields, userID int64, opts Options) (NewConversation, Recipien
 // ParseMessage checks a required `message` field (a reply, an edit).
 func ParseMessage(f Fields, opts Options) (string, error) {
 	var req required
-	message, err := req.text(f, FieldMessage)
+	message, err := req.text(f, FieldMessage, validMessage)
 	if err != nil {
 		return "", err
 	}
@@ -289,8 +305,8 @@ func ParseMessage(f Fields, opts Options) (string, error) {
 // a positive integer names no conversation of the user's: ErrConversationNotFound.
 func ParseReply(f Fields, opts Options) (conversationID int64, message string, err error) {
 	var req required
-	raw, errID := req.text(f, FieldConversationID)
-	message, errMessage := req.text(f, FieldMessage)
+	raw, errID := req.text(f, FieldConversationID, nil)
+	message, errMessage := req.text(f, FieldMessage, validMessage)
 	if err := req.err(); err != nil {
 		return 0, "", err
 	}
@@ -320,7 +336,7 @@ func ParseUpdate(f Fields) (ConversationUpdate, error) {
 	var u ConversationUpdate
 	if _, sent := f[FieldTitle]; sent {
 		var req required
-		title, err := req.text(f, FieldTitle)
+		title, err := req.text(f, FieldTitle, validTitle)
 		if err != nil {
 			return u, err
 		}

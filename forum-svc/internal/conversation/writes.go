@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -21,8 +22,9 @@ type WriteStore interface {
 	StartConversation(ctx context.Context, c NewConversation, retry *Retry, answer func(ConversationRow) ([]byte, error)) (Answer, error)
 	// Reply appends a message dated date; ErrConversationClosed when the conversation is closed.
 	Reply(ctx context.Context, r NewReply, retry *Retry, answer func(MessageRow, ConversationRow) ([]byte, error)) (Answer, error)
-	// EditMessage replaces a message's text; ErrNoPermission unless the user wrote it.
-	EditMessage(ctx context.Context, messageID, userID int64, text string) (MessageRow, ConversationRow, error)
+	// EditMessage replaces a message's text when CheckEdit allows it, judged in the write's own
+	// transaction against the message and its conversation as they are then.
+	EditMessage(ctx context.Context, e MessageEdit) (MessageRow, ConversationRow, error)
 	// UpdateConversation changes u's fields; ErrNoPermission unless the user started it.
 	UpdateConversation(ctx context.Context, conversationID, userID int64, u ConversationUpdate) (ConversationRow, error)
 	// Leave takes the conversation out of the user's list (for good with ignore); the last
@@ -50,6 +52,48 @@ type NewReply struct {
 	UserID         int64
 	Message        string
 	Date           int64
+}
+
+// MessageEdit is a new text for a message.
+type MessageEdit struct {
+	MessageID int64
+	UserID    int64
+	Text      string
+	Date      int64 // now, Unix seconds (set by the Service)
+	TimeLimit int64 // editOwnMessageTimeLimit, in minutes; 0: none
+}
+
+// EditTarget is what the rules of editing look at: the message's author and date, and whether its
+// conversation is open.
+type EditTarget struct {
+	AuthorID         int64
+	MessageDate      int64
+	ConversationOpen bool
+}
+
+// CheckEdit tells whether e may change the message of t. A closed conversation is settled, for its
+// messages as for replies and invites: nobody edits in it, its author neither
+// (ErrConversationClosed, judged first, as for the other writes into it). Otherwise only the
+// author edits (ErrNoPermission), and with a time limit only within that many minutes of the
+// message's date, the last second of the last minute included (*EditTimeLimitError): a message
+// others have read and answered long ago cannot be rewritten under them.
+func CheckEdit(t EditTarget, e MessageEdit) error {
+	switch {
+	case !t.ConversationOpen:
+		return ErrConversationClosed
+	case t.AuthorID != e.UserID:
+		return ErrNoPermission
+	case e.TimeLimit > 0 && e.Date-t.MessageDate > e.TimeLimit*60:
+		return &EditTimeLimitError{Minutes: e.TimeLimit}
+	}
+	return nil
+}
+
+// EditTimeLimitError: the author's message is older than editOwnMessageTimeLimit.
+type EditTimeLimitError struct{ Minutes int64 }
+
+func (e *EditTimeLimitError) Error() string {
+	return fmt.Sprintf("a message can be edited within %d minutes of being sent", e.Minutes)
 }
 
 // Retry is an Idempotency-Key claim on a write. The store runs the write only when no answer is
@@ -216,7 +260,8 @@ func (s *Service) Edit(ctx context.Context, userID, messageID int64, f Fields) (
 	if err != nil {
 		return Message{}, err
 	}
-	m, c, err := s.store.EditMessage(ctx, messageID, userID, text)
+	e := MessageEdit{MessageID: messageID, UserID: userID, Text: text, Date: s.now().Unix(), TimeLimit: opts.EditOwnMessageTimeLimit}
+	m, c, err := s.store.EditMessage(ctx, e)
 	if err != nil {
 		return Message{}, err
 	}

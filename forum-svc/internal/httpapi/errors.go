@@ -46,6 +46,8 @@ const (
 	CodeIdempotencyKeyReused  = "idempotency_key_reused"
 	CodeRequestInProgress     = "request_in_progress"
 	CodeUnsupportedMediaType  = "unsupported_media_type"
+	// An author's edit past the forum's editOwnMessageTimeLimit.
+	CodeEditTimeLimitExpired = "message_edit_time_limit_expired"
 )
 
 // ErrorBody is the body of every error response.
@@ -81,7 +83,7 @@ var errorTable = []struct {
 	{conversation.ErrMessageNotFound, errorSpec{http.StatusNotFound, CodeMessageNotFound, "The requested message could not be found."}},
 	{conversation.ErrInvalidDate, errorSpec{http.StatusBadRequest, CodeInvalidDate, "date must be a non-negative integer of Unix seconds."}},
 	{conversation.ErrNoPermission, errorSpec{http.StatusForbidden, CodeNoPermission, "You do not have permission to do this."}},
-	{conversation.ErrConversationClosed, errorSpec{http.StatusForbidden, CodeConversationClosed, "The conversation is closed: it takes no reply and no invite."}},
+	{conversation.ErrConversationClosed, errorSpec{http.StatusForbidden, CodeConversationClosed, "The conversation is closed: it takes no reply, no invite and no edit."}},
 	{conversation.ErrInvalidIdempotencyKey, errorSpec{http.StatusBadRequest, CodeInvalidIdempotencyKey, "Idempotency-Key must be 1 to 255 printable ASCII characters."}},
 	{conversation.ErrIdempotencyKeyReused, errorSpec{http.StatusUnprocessableEntity, CodeIdempotencyKeyReused, "This Idempotency-Key was used for a different request."}},
 	{conversation.ErrRequestInProgress, errorSpec{http.StatusConflict, CodeRequestInProgress, "A request with this Idempotency-Key is still in progress; retry later."}},
@@ -106,6 +108,7 @@ var (
 	specTitleTooLong     = errorSpec{http.StatusBadRequest, CodeTitleTooLong, "The title is too long."}
 	specMessageTooLong   = errorSpec{http.StatusBadRequest, CodeMessageTooLong, "The message is too long."}
 	specInvalidInput     = errorSpec{http.StatusBadRequest, CodeInvalidInput, "A field has a malformed value."}
+	specEditTimeLimit    = errorSpec{http.StatusForbidden, CodeEditTimeLimitExpired, "The time allowed to edit this message has passed."}
 )
 
 // allCodes lists every code the service answers with (the OpenAPI test checks the document).
@@ -117,7 +120,7 @@ func allCodes() []string {
 	for _, s := range []errorSpec{specMissingScope, specInvalidPage, specPagePastLast, specTooManyRequests,
 		specEndpointNotFound, specMethodNotAllowed, specTooLarge, specURITooLong, specHeadersTooLarge, specServerError,
 		specUnsupportedType, specMissingInput, specInvalidRecipient, specTooManyRecip, specTitleTooLong,
-		specMessageTooLong, specInvalidInput} {
+		specMessageTooLong, specInvalidInput, specEditTimeLimit} {
 		codes = append(codes, s.code)
 	}
 	return codes
@@ -146,6 +149,7 @@ func classify(err error) (spec errorSpec, params map[string]any, ok bool) {
 		tooMany  *conversation.TooManyRecipientsError
 		tooLong  *conversation.TooLongError
 		badInput *conversation.InvalidInputError
+		editLate *conversation.EditTimeLimitError
 	)
 	switch {
 	case errors.As(err, &missing):
@@ -166,6 +170,9 @@ func classify(err error) (spec errorSpec, params map[string]any, ok bool) {
 	case errors.As(err, &badInput):
 		params["field"] = badInput.Field
 		return specInvalidInput, params, true
+	case errors.As(err, &editLate):
+		params["minutes"] = editLate.Minutes
+		return specEditTimeLimit, params, true
 	case errors.As(err, &scopeErr):
 		params["scope"] = scopeErr.Scope
 		return specMissingScope, params, true

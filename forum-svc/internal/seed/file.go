@@ -28,6 +28,8 @@ type Options struct {
 	DiscussionsPerPage *int64 `json:"discussionsPerPage"`
 	MaxRecipients      *int64 `json:"maxRecipients"`
 	MessageMaxLength   *int64 `json:"messageMaxLength"`
+	// EditOwnMessageTimeLimit is in minutes; 0: no limit.
+	EditOwnMessageTimeLimit *int64 `json:"editOwnMessageTimeLimit"`
 }
 
 // set returns the options the file sets, with their values.
@@ -37,7 +39,8 @@ func (o *Options) set() (map[store.Option]int64, error) {
 		return out, nil
 	}
 	values := map[string]*int64{"messagesPerPage": o.MessagesPerPage, "discussionsPerPage": o.DiscussionsPerPage,
-		"maxRecipients": o.MaxRecipients, "messageMaxLength": o.MessageMaxLength}
+		"maxRecipients": o.MaxRecipients, "messageMaxLength": o.MessageMaxLength,
+		"editOwnMessageTimeLimit": o.EditOwnMessageTimeLimit}
 	for _, opt := range store.ForumOptions {
 		v := values[opt.Name]
 		if v == nil {

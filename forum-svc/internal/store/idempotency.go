@@ -17,8 +17,10 @@ import (
 // idempotent runs write in a transaction. With a retry claim, the claim, the write and the
 // recorded answer commit together or not at all: a crash before the commit leaves no claim (the
 // retry writes), a commit leaves both (the retry replays). Only successes are recorded; a refused
-// write rolls back with its claim, and its retry is judged afresh.
-func (s *Store) idempotent(ctx context.Context, retry *conversation.Retry, write func(tx *gorm.DB) ([]byte, error)) (conversation.Answer, error) {
+// write rolls back with its claim, and its retry is judged afresh. write returns the answer's body
+// and the conversation it shows, which the recorded answer names (conversation_id), so that the
+// conversation's deletion takes the answer with it (ON DELETE CASCADE).
+func (s *Store) idempotent(ctx context.Context, retry *conversation.Retry, write func(tx *gorm.DB) ([]byte, int64, error)) (conversation.Answer, error) {
 	var a conversation.Answer
 	err := s.tx(ctx, func(tx *gorm.DB) error {
 		if retry != nil {
@@ -30,7 +32,7 @@ func (s *Store) idempotent(ctx context.Context, retry *conversation.Retry, write
 				return err
 			}
 		}
-		body, err := write(tx)
+		body, conversationID, err := write(tx)
 		if err != nil {
 			return err
 		}
@@ -38,9 +40,9 @@ func (s *Store) idempotent(ctx context.Context, retry *conversation.Retry, write
 		if retry == nil {
 			return nil
 		}
-		return tx.Exec(`UPDATE idempotency_keys SET status = ?, body = ?
+		return tx.Exec(`UPDATE idempotency_keys SET status = ?, body = ?, conversation_id = ?
 WHERE api_key_hash = ? AND user_id = ? AND idempotency_key = ?`,
-			a.Status, string(body), retry.Owner, retry.UserID, retry.Key).Error
+			a.Status, string(body), conversationID, retry.Owner, retry.UserID, retry.Key).Error
 	})
 	return a, err
 }

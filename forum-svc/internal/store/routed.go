@@ -180,9 +180,9 @@ func (r *Routed) Reply(ctx context.Context, n conversation.NewReply, retry *conv
 }
 
 // EditMessage implements conversation.WriteStore.
-func (r *Routed) EditMessage(ctx context.Context, messageID, userID int64, text string) (m conversation.MessageRow, c conversation.ConversationRow, err error) {
-	err = r.write(userID, func(s *Store) error {
-		m, c, err = s.EditMessage(ctx, messageID, userID, text)
+func (r *Routed) EditMessage(ctx context.Context, e conversation.MessageEdit) (m conversation.MessageRow, c conversation.ConversationRow, err error) {
+	err = r.write(e.UserID, func(s *Store) error {
+		m, c, err = s.EditMessage(ctx, e)
 		return err
 	})
 	return m, c, err

@@ -196,7 +196,7 @@ func TestRoutedConversationsAPI(t *testing.T) {
 			return err
 		}, "SELECT COUNT(*) FROM conversation_messages WHERE message = 'reply'"},
 		{"edit", 1, func() error {
-			_, _, err := r.EditMessage(ctx, 100, 1, "edited")
+			_, _, err := r.EditMessage(ctx, conversation.MessageEdit{MessageID: 100, UserID: 1, Text: "edited"})
 			return err
 		}, "SELECT COUNT(*) FROM conversation_messages WHERE message_id = 100 AND message = 'edited'"},
 		{"update", 1, func() error {

@@ -294,6 +294,8 @@ var ForumOptions = []Option{
 	{"maxRecipients", "max_recipients", 1, 1000},
 	// A message of the longest, in 4-byte characters percent-encoded, stays within the body limit.
 	{"messageMaxLength", "message_max_length", 1, conversation.MaxMessageLength},
+	// Minutes after its date within which an author may edit their message; 0: no limit.
+	{"editOwnMessageTimeLimit", "edit_own_message_time_limit", 0, conversation.MaxEditOwnMessageTimeLimit},
 }
 
 // LookupOption finds an option by name.

@@ -67,8 +67,8 @@ func conn(tx *gorm.DB) querier { return tx.Statement.ConnPool }
 // Options implements conversation.WriteStore.
 func (s *Store) Options(ctx context.Context) (conversation.Options, error) {
 	var o conversation.Options
-	err := s.sql.QueryRowContext(ctx, `SELECT discussions_per_page, max_recipients, message_max_length FROM forum_options`).
-		Scan(&o.DiscussionsPerPage, &o.MaxRecipients, &o.MessageMaxLength)
+	err := s.sql.QueryRowContext(ctx, `SELECT discussions_per_page, max_recipients, message_max_length, edit_own_message_time_limit
+FROM forum_options`).Scan(&o.DiscussionsPerPage, &o.MaxRecipients, &o.MessageMaxLength, &o.EditOwnMessageTimeLimit)
 	if err != nil {
 		return o, fmt.Errorf("read options: %w", err)
 	}
@@ -128,37 +128,38 @@ func InsertRows(tx *gorm.DB, head string, rows [][]any, tail string) error {
 // StartConversation implements conversation.WriteStore.
 func (s *Store) StartConversation(ctx context.Context, c conversation.NewConversation, retry *conversation.Retry,
 	answer func(conversation.ConversationRow) ([]byte, error)) (conversation.Answer, error) {
-	return s.idempotent(ctx, retry, func(tx *gorm.DB) ([]byte, error) {
+	return s.idempotent(ctx, retry, func(tx *gorm.DB) ([]byte, int64, error) {
 		if err := checkUsers(tx, c.Recipients); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		var id, messageID int64
 		err := tx.Raw(`INSERT INTO conversations (title, user_id, start_date, message_count, last_message_date, conversation_open, open_invite)
 VALUES (?, ?, ?, 1, ?, ?, ?) RETURNING conversation_id`, c.Title, c.StarterID, c.Date, c.Date, c.Open, c.OpenInvite).Row().Scan(&id)
 		if err != nil {
-			return nil, fmt.Errorf("insert conversation: %w", err)
+			return nil, 0, fmt.Errorf("insert conversation: %w", err)
 		}
 		err = tx.Raw(`INSERT INTO conversation_messages (conversation_id, user_id, message, message_date, position)
 VALUES (?, ?, ?, ?, 1) RETURNING message_id`, id, c.StarterID, c.Message, c.Date).Row().Scan(&messageID)
 		if err != nil {
-			return nil, fmt.Errorf("insert message: %w", err)
+			return nil, 0, fmt.Errorf("insert message: %w", err)
 		}
 		if err := tx.Exec(`UPDATE conversations SET first_message_id = ?, last_message_id = ? WHERE conversation_id = ?`,
 			messageID, messageID, id).Error; err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		// The starter has read it; every recipient has it unread.
 		if err := addParticipants(tx, id, []int64{c.StarterID}, c.Date, c.Date); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if err := addParticipants(tx, id, c.Recipients, 0, c.Date); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		row, err := s.conversationOn(ctx, conn(tx), id, c.StarterID)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		return answer(row)
+		body, err := answer(row)
+		return body, id, err
 	})
 }
 
@@ -166,24 +167,24 @@ VALUES (?, ?, ?, ?, 1) RETURNING message_id`, id, c.StarterID, c.Message, c.Date
 // position is its message_count + 1 whatever the concurrency.
 func (s *Store) Reply(ctx context.Context, r conversation.NewReply, retry *conversation.Retry,
 	answer func(conversation.MessageRow, conversation.ConversationRow) ([]byte, error)) (conversation.Answer, error) {
-	return s.idempotent(ctx, retry, func(tx *gorm.DB) ([]byte, error) {
+	return s.idempotent(ctx, retry, func(tx *gorm.DB) ([]byte, int64, error) {
 		l, err := s.lock(tx, r.ConversationID, r.UserID)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if !l.open {
-			return nil, conversation.ErrConversationClosed
+			return nil, 0, conversation.ErrConversationClosed
 		}
 		var messageID int64
 		err = tx.Raw(`INSERT INTO conversation_messages (conversation_id, user_id, message, message_date, position)
 VALUES (?, ?, ?, ?, (SELECT message_count + 1 FROM conversations WHERE conversation_id = ?)) RETURNING message_id`,
 			r.ConversationID, r.UserID, r.Message, r.Date, r.ConversationID).Row().Scan(&messageID)
 		if err != nil {
-			return nil, fmt.Errorf("insert message: %w", err)
+			return nil, 0, fmt.Errorf("insert message: %w", err)
 		}
 		if err := tx.Exec(`UPDATE conversations SET message_count = message_count + 1, last_message_id = ?, last_message_date = ?
 WHERE conversation_id = ?`, messageID, r.Date, r.ConversationID).Error; err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		// The author has read up to the reply; for everyone else it is unread (a read date in the
 		// same second goes back one), and it brings back those who left without ignoring it.
@@ -194,35 +195,50 @@ WHERE conversation_id = ?`, messageID, r.Date, r.ConversationID).Error; err != n
     WHEN last_read_date >= ? THEN CAST(? AS BIGINT) - 1
     ELSE last_read_date END
 WHERE conversation_id = ?`, r.Date, stateLeft, stateIn, r.UserID, r.Date, r.Date, r.Date, r.Date, r.ConversationID).Error; err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		m, c, err := s.messageOn(ctx, conn(tx), messageID, r.UserID)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		return answer(m, c)
+		body, err := answer(m, c)
+		return body, r.ConversationID, err
 	})
 }
 
-// EditMessage implements conversation.WriteStore.
-func (s *Store) EditMessage(ctx context.Context, messageID, userID int64, text string) (m conversation.MessageRow, c conversation.ConversationRow, err error) {
-	err = s.tx(ctx, func(tx *gorm.DB) error {
-		var author int64
-		err := tx.Raw(`SELECT m.user_id FROM conversation_messages m
+// editTargetSQL reads what CheckEdit judges, for a participant who has not left the message's
+// conversation.
+const editTargetSQL = `
+SELECT m.user_id, m.message_date, c.conversation_open
+FROM conversation_messages m
+JOIN conversations c ON c.conversation_id = m.conversation_id
 JOIN conversation_participants p ON p.conversation_id = m.conversation_id AND p.user_id = ? AND p.left_state = 0
-WHERE m.message_id = ?`, userID, messageID).Row().Scan(&author)
+WHERE m.message_id = ?`
+
+// EditMessage implements conversation.WriteStore. On PostgreSQL the conversation's row is locked
+// first, as every write that depends on its state locks it, so that an edit never lands in a
+// conversation being closed.
+func (s *Store) EditMessage(ctx context.Context, e conversation.MessageEdit) (m conversation.MessageRow, c conversation.ConversationRow, err error) {
+	err = s.tx(ctx, func(tx *gorm.DB) error {
+		q := editTargetSQL
+		if s.dialect.Name == db.Postgres.Name {
+			q += " FOR UPDATE OF c"
+		}
+		var t conversation.EditTarget
+		err := tx.Raw(q, e.UserID, e.MessageID).Row().Scan(&t.AuthorID, &t.MessageDate, &t.ConversationOpen)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return conversation.ErrMessageNotFound
 		case err != nil:
 			return err
-		case author != userID:
-			return conversation.ErrNoPermission
 		}
-		if err := tx.Exec(`UPDATE conversation_messages SET message = ? WHERE message_id = ?`, text, messageID).Error; err != nil {
+		if err := conversation.CheckEdit(t, e); err != nil {
 			return err
 		}
-		m, c, err = s.messageOn(ctx, conn(tx), messageID, userID)
+		if err := tx.Exec(`UPDATE conversation_messages SET message = ? WHERE message_id = ?`, e.Text, e.MessageID).Error; err != nil {
+			return err
+		}
+		m, c, err = s.messageOn(ctx, conn(tx), e.MessageID, e.UserID)
 		return err
 	})
 	return m, c, err
@@ -281,7 +297,8 @@ func (s *Store) Leave(ctx context.Context, conversationID, userID int64, ignore 
 		if remaining > 0 {
 			return nil
 		}
-		// The last participant left: the conversation goes, with its messages and participants.
+		// The last participant left: the conversation goes, with its messages, participants and
+		// recorded Idempotency-Key answers (ON DELETE CASCADE, in this transaction).
 		return tx.Exec(`DELETE FROM conversations WHERE conversation_id = ?`, conversationID).Error
 	})
 }
