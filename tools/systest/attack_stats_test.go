@@ -125,18 +125,31 @@ func TestAttackStatsFlood(t *testing.T) {
 		}
 		statuses[a.status]++
 		slowest = max(slowest, a.took)
-		if a.status == http.StatusTooManyRequests {
+		switch a.status {
+		case http.StatusOK:
+		case http.StatusTooManyRequests:
 			if a.body != `{"error":"too_many_requests"}` || a.retryAfter == "" {
 				t.Errorf("request %d: 429 with body %q and Retry-After %q", i, a.body, a.retryAfter)
 			}
-		} else if a.status != http.StatusOK {
+		case http.StatusServiceUnavailable: // the bound on cold reads, while the burst is let through
+			if a.body != `{"error":"service_busy"}` || a.retryAfter == "" {
+				t.Errorf("request %d: 503 with body %q and Retry-After %q", i, a.body, a.retryAfter)
+			}
+		default:
 			t.Errorf("request %d: %d %q", i, a.status, a.body)
 		}
 	}
-	// The budget over the attack: the burst plus the refill of 600 a minute while it ran.
+	// The budget over the attack: the burst plus the refill of 600 a minute while it ran. A
+	// bucket call that Redis does not answer within 50 ms falls back to the in-process bucket of
+	// the same shape (fail open), which grants its own budget: twice the budget at most then.
 	budget := 100 + int(elapsed.Seconds()*10) + 1
-	report(t, "%d distinct range queries in %.1f s (sent over %.1f s) from one client: %d answered 200, %d 429, %d other, %d transport errors; %d cold database reads (budget %d); slowest %v",
-		total, elapsed.Seconds(), sent.Seconds(), statuses[200], statuses[429], total-statuses[200]-statuses[429]-transport, transport, cold, budget, slowest.Round(time.Millisecond))
+	fallbacks := strings.Count(svc.Output(), "rate limit: Redis unavailable")
+	if fallbacks > 0 {
+		budget *= 2
+	}
+	report(t, "%d distinct range queries in %.1f s (sent over %.1f s) from one client: %d answered 200, %d 429, %d 503, %d other, %d transport errors; %d cold database reads (budget %d; Redis fell back to in-process buckets: %v); slowest %v",
+		total, elapsed.Seconds(), sent.Seconds(), statuses[200], statuses[429], statuses[503], total-statuses[200]-statuses[429]-statuses[503]-transport, transport,
+		cold, budget, fallbacks > 0, slowest.Round(time.Millisecond))
 	if transport > 0 {
 		t.Errorf("%d transport errors", transport)
 	}
