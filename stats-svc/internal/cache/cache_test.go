@@ -403,8 +403,19 @@ func TestColdLimit(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	start := time.Now()
-	if _, err := c.Statistics(ctx, mustQuery(t, "period=month&month=2026-10"), t0); !errors.Is(err, ErrBusy) {
-		t.Fatalf("second cold read: %v, want ErrBusy", err)
+	busy := make(chan error, 1)
+	go func() {
+		_, err := c.Statistics(ctx, mustQuery(t, "period=month&month=2026-10"), t0)
+		busy <- err
+	}()
+	select {
+	case err := <-busy:
+		if !errors.Is(err, ErrBusy) {
+			t.Fatalf("second cold read: %v, want ErrBusy", err)
+		}
+	case <-time.After(5 * time.Second):
+		close(src.release)
+		t.Fatal("a second cold read was neither refused nor answered: it waits for the first")
 	}
 	if took := time.Since(start); took < 30*time.Millisecond {
 		t.Errorf("refused after %v, want a wait of 30ms first", took)
