@@ -21,6 +21,7 @@ import (
 	"forumstats.local/shared/config"
 	"forumstats.local/shared/db"
 	"forumstats.local/shared/migrate"
+	"forumstats.local/shared/ratelimit"
 	"forumstats.local/shared/reports"
 	"forumstats.local/shared/server"
 	"forumstats.local/stats-svc/internal/cache"
@@ -36,6 +37,13 @@ const (
 	DefaultAddr        = ":8082"
 	DefaultDatabaseURL = "sqlite:./data/stats.db"
 	DefaultCDN         = "https://cdn.discordapp.com"
+	// RateLimitKeyPrefix starts the Redis keys of the client addresses' request buckets.
+	RateLimitKeyPrefix = "stats:ratelimit:"
+	// DefaultRateLimit is RATE_LIMIT_PER_MINUTE's default: ten requests a second from one
+	// address, far above a dashboard (about ten requests a page) or a script polling.
+	DefaultRateLimit = 600
+	// DefaultColdWait is COLD_QUERY_WAIT's default.
+	DefaultColdWait = time.Second
 )
 
 // Config is stats-svc's configuration.
@@ -46,9 +54,18 @@ type Config struct {
 	// DatabaseReadURL is a read replica of DatabaseURL (DATABASE_READ_URL; "" = none): every
 	// read goes there while it answers.
 	DatabaseReadURL string
+	// RateLimit is the token bucket of each client address (RATE_LIMIT_PER_MINUTE,
+	// RATE_LIMIT_BURST).
+	RateLimit ratelimit.Config
+	// ColdLimit bounds the answers read from the database at once (COLD_QUERY_LIMIT; 0: half
+	// the database pool, see coldLimit), ColdWait how long a request waits for a turn before
+	// 503 service_busy (COLD_QUERY_WAIT).
+	ColdLimit int
+	ColdWait  time.Duration
 }
 
-// LoadConfig reads the environment: the common variables and CDN_BASE_URL.
+// LoadConfig reads the environment: the common variables, CDN_BASE_URL, DATABASE_READ_URL,
+// RATE_LIMIT_PER_MINUTE, RATE_LIMIT_BURST, COLD_QUERY_LIMIT and COLD_QUERY_WAIT.
 func LoadConfig() (Config, error) {
 	common, err := config.LoadCommon(DefaultAddr, DefaultDatabaseURL)
 	if err != nil {
@@ -58,7 +75,55 @@ func LoadConfig() (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	return Config{Common: common, CDN: cdn, DatabaseReadURL: config.String("DATABASE_READ_URL", "")}, nil
+	perMinute, err := config.Int("RATE_LIMIT_PER_MINUTE", DefaultRateLimit)
+	if err != nil {
+		return Config{}, err
+	}
+	burst, err := config.Int("RATE_LIMIT_BURST", defaultBurst(perMinute))
+	if err != nil {
+		return Config{}, err
+	}
+	rl := ratelimit.Config{PerMinute: perMinute, Burst: burst}
+	if err := rl.Validate(); err != nil {
+		return Config{}, fmt.Errorf("RATE_LIMIT_PER_MINUTE, RATE_LIMIT_BURST: %w", err)
+	}
+	cold, err := config.Int("COLD_QUERY_LIMIT", 0)
+	if err != nil {
+		return Config{}, err
+	}
+	if cold < 0 {
+		return Config{}, fmt.Errorf("COLD_QUERY_LIMIT must be 0 (half the database pool) or more, not %d", cold)
+	}
+	wait, err := config.Duration("COLD_QUERY_WAIT", DefaultColdWait)
+	if err != nil {
+		return Config{}, err
+	}
+	if wait <= 0 || wait > time.Minute {
+		return Config{}, fmt.Errorf("COLD_QUERY_WAIT must be above 0 and at most 1m, not %v", wait)
+	}
+	return Config{Common: common, CDN: cdn, DatabaseReadURL: config.String("DATABASE_READ_URL", ""),
+		RateLimit: rl, ColdLimit: cold, ColdWait: wait}, nil
+}
+
+// defaultBurst is RATE_LIMIT_BURST's default: a sixth of the minute's allowance (100 at the
+// default 600), so that a dashboard and a few reloads go through at once, at least 1.
+func defaultBurst(perMinute int) int { return max(perMinute/6, 1) }
+
+// coldLimit is the bound on answers read from the database at once: configured, or half of the
+// database pool (25 connections on PostgreSQL: 12; SQLite's one: 1), which leaves the other
+// half to the second connection of split ranges, the generation poll and /metrics, so that a
+// burst of distinct queries queues for a turn in the service, briefly, rather than for a
+// connection.
+func coldLimit(configured int, gdb *gorm.DB) int {
+	if configured > 0 {
+		return configured
+	}
+	if sqlDB, err := gdb.DB(); err == nil {
+		if n := sqlDB.Stats().MaxOpenConnections; n > 0 {
+			return max(n/2, 1)
+		}
+	}
+	return 1
 }
 
 func cdnBase(s string) (string, error) {
@@ -111,6 +176,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
 	c := cache.New(st, rc, cache.Options{
 		Logger:    log,
 		KeyPrefix: cacheKeyPrefix(cfg.DatabaseURL, cfg.CDN),
+		ColdLimit: coldLimit(cfg.ColdLimit, gdb),
+		ColdWait:  cfg.ColdWait,
 	})
 	if err := c.Refresh(ctx); err != nil {
 		log.Warn("cannot read the data generation yet", "err", err)
@@ -122,16 +189,35 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
 		c.Run(watch)
 	}()
 
-	s.Handler = Handler(log, c, gdb, time.Now)
+	rl := cfg.RateLimit
+	if rl == (ratelimit.Config{}) { // a Config built without LoadConfig: the defaults
+		rl = ratelimit.Config{PerMinute: DefaultRateLimit, Burst: defaultBurst(DefaultRateLimit)}
+	}
+	var limiter httpapi.Limiter = ratelimit.NewLocal(rl, nil)
+	if rc != nil {
+		// Shared by the replicas; the in-process buckets serve while Redis fails.
+		limiter = ratelimit.NewRedis(rc, RateLimitKeyPrefix, rl, log)
+	}
+	s.Handler = Handler(log, c, gdb, HandlerOptions{Now: time.Now, Limiter: limiter, CDN: cfg.CDN})
 	s.registerChatMetrics(gdb, reads, log)
 	return s, nil
 }
 
+// HandlerOptions are what Handler needs besides the answers and the database.
+type HandlerOptions struct {
+	// Now is the clock (time.Now in production).
+	Now func() time.Time
+	// Limiter limits each client address (nil: no limit).
+	Limiter httpapi.Limiter
+	// CDN is the origin of the icons and banners the dashboard shows (CDN_BASE_URL).
+	CDN string
+}
+
 // Handler is the service's HTTP handler: shared/server's middleware and probes (/readyz pings
-// database), the API answering from source at the clock now, and the dashboard. New serves it
-// over the cache; the API tests build it over their own store and fixed clock, so that they
-// answer every route as production does.
-func Handler(log *slog.Logger, source httpapi.Reports, database *gorm.DB, now func() time.Time) *echo.Echo {
+// database), the API answering from source at the clock opts.Now, the rate limit, and the
+// dashboard. New serves it over the cache; the API tests build it over their own store and fixed
+// clock, so that they answer every route as production does.
+func Handler(log *slog.Logger, source httpapi.Reports, database *gorm.DB, opts HandlerOptions) *echo.Echo {
 	e := server.New(server.Options{
 		Name:         "stats-svc",
 		Logger:       log,
@@ -141,8 +227,8 @@ func Handler(log *slog.Logger, source httpapi.Reports, database *gorm.DB, now fu
 		// while it is down.
 		Ready: []server.Check{{Name: "database", Fn: db.Ping(database)}},
 	})
-	httpapi.Register(e, source, now)
-	web.Register(e) // the dashboard at /
+	httpapi.Register(e, source, httpapi.Options{Now: opts.Now, Limiter: opts.Limiter})
+	web.Register(e, web.Options{CDN: opts.CDN}) // the dashboard at /
 	return e
 }
 

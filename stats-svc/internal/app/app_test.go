@@ -11,12 +11,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+	"gorm.io/gorm"
 
 	"forumstats.local/shared/config"
 	"forumstats.local/shared/db"
 	"forumstats.local/shared/migrate"
+	"forumstats.local/shared/ratelimit"
 	"forumstats.local/shared/reports"
 	"forumstats.local/shared/testutil"
 )
@@ -35,6 +38,75 @@ func TestLoadConfig(t *testing.T) {
 	t.Setenv("CDN_BASE_URL", "ftp://cdn.example")
 	if _, err := LoadConfig(); err == nil || !strings.Contains(err.Error(), "CDN_BASE_URL") {
 		t.Fatalf("bad CDN accepted: %v", err)
+	}
+}
+
+// The rate limit and the bound on cold reads: defaults, settings, refusals.
+func TestLoadConfigLimits(t *testing.T) {
+	for _, tt := range []struct {
+		name                   string
+		perMinute, burst, cold string
+		wait                   string
+		want                   ratelimit.Config
+		wantCold               int
+		wantWait               time.Duration
+		err                    string
+	}{
+		{name: "defaults", want: ratelimit.Config{PerMinute: 600, Burst: 100}, wantWait: time.Second},
+		{name: "rate sets the burst", perMinute: "60", want: ratelimit.Config{PerMinute: 60, Burst: 10}, wantWait: time.Second},
+		{name: "tiny rate", perMinute: "1", want: ratelimit.Config{PerMinute: 1, Burst: 1}, wantWait: time.Second},
+		{name: "both", perMinute: "1200", burst: "5", cold: "3", wait: "250ms", want: ratelimit.Config{PerMinute: 1200, Burst: 5}, wantCold: 3, wantWait: 250 * time.Millisecond},
+		{name: "zero rate", perMinute: "0", err: "RATE_LIMIT_PER_MINUTE"},
+		{name: "zero burst", burst: "0", err: "RATE_LIMIT_BURST"},
+		{name: "rate not a number", perMinute: "lots", err: "RATE_LIMIT_PER_MINUTE"},
+		{name: "negative bound", cold: "-1", err: "COLD_QUERY_LIMIT"},
+		{name: "zero wait", wait: "0s", err: "COLD_QUERY_WAIT"},
+		{name: "wait too long", wait: "2m", err: "COLD_QUERY_WAIT"},
+		{name: "wait not a duration", wait: "1", err: "COLD_QUERY_WAIT"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("RATE_LIMIT_PER_MINUTE", tt.perMinute)
+			t.Setenv("RATE_LIMIT_BURST", tt.burst)
+			t.Setenv("COLD_QUERY_LIMIT", tt.cold)
+			t.Setenv("COLD_QUERY_WAIT", tt.wait)
+			cfg, err := LoadConfig()
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one naming %s", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.RateLimit != tt.want || cfg.ColdLimit != tt.wantCold || cfg.ColdWait != tt.wantWait {
+				t.Fatalf("got %+v, %d, %v", cfg.RateLimit, cfg.ColdLimit, cfg.ColdWait)
+			}
+		})
+	}
+}
+
+// The bound on cold reads defaults to half the database pool, at least 1.
+func TestColdLimit(t *testing.T) {
+	admin, err := testutil.PostgresURL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := testutil.OpenDB(t, admin)
+	lite := testutil.OpenDB(t, "sqlite:"+filepath.Join(t.TempDir(), "s.db"))
+	for _, tt := range []struct {
+		name       string
+		configured int
+		gdb        *gorm.DB
+		want       int
+	}{
+		{"PostgreSQL pool of 25", 0, pg, 12},
+		{"SQLite's one connection", 0, lite, 1},
+		{"configured", 7, pg, 7},
+	} {
+		if got := coldLimit(tt.configured, tt.gdb); got != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, got, tt.want)
+		}
 	}
 }
 

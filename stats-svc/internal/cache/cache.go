@@ -31,7 +31,13 @@ var (
 	foundL1       = lookupsTotal.WithLabelValues("l1")
 	foundL2       = lookupsTotal.WithLabelValues("l2")
 	foundSource   = lookupsTotal.WithLabelValues("source")
+	coldInFlight  = metrics.Gauge("stats_cold_queries_in_flight", "Answers being read from the database now (bounded by COLD_QUERY_LIMIT).")
+	coldRefused   = metrics.CounterVec("stats_cold_queries_refused_total", "Requests answered 503 service_busy: the database was already reading COLD_QUERY_LIMIT answers and no turn came within COLD_QUERY_WAIT.").WithLabelValues()
 )
+
+// ErrBusy: the answer is not cached and the database was already reading as many answers as the
+// bound allows for longer than the wait; the request may be repeated shortly.
+var ErrBusy = errors.New("too many answers being read from the database")
 
 func init() {
 	// Every fallback series exists from the start, at 0, so that a rate over
@@ -49,6 +55,8 @@ type Source interface {
 	Icons(ctx context.Context, server string) (report.Answer, error)
 	Series(ctx context.Context, q query.Series, now time.Time) (report.Answer, error)
 	Generation(ctx context.Context) (int64, error)
+	// Catalog is who the catalog's servers are, to key one server's answers by its guild id.
+	Catalog(ctx context.Context) (report.Catalog, error)
 }
 
 // Options tune the cache; zero values take the defaults.
@@ -63,7 +71,14 @@ type Options struct {
 	Poll time.Duration
 	// L1Bytes bounds the bodies held in process (default 128 MiB).
 	L1Bytes int
-	Logger  *slog.Logger
+	// ColdLimit bounds the reads from the source (the database) running at once: a cached answer
+	// never waits for it, a miss waits up to ColdWait for a turn and then fails with ErrBusy, so
+	// a burst of distinct queries queues neither in the service nor in the database's pool
+	// (0: no bound).
+	ColdLimit int
+	// ColdWait is how long a miss waits for a turn under ColdLimit (default 1 s).
+	ColdWait time.Duration
+	Logger   *slog.Logger
 }
 
 // Cache serves answers from L1, then Redis, then the source.
@@ -75,6 +90,10 @@ type Cache struct {
 	gen  atomic.Int64
 	l1   *l1
 	sf   singleflight.Group
+	// cold holds a token per read from the source in progress (nil: no bound).
+	cold chan struct{}
+	// catalog is the newest catalog read, for the guild id of a server parameter.
+	catalog atomic.Pointer[report.Catalog]
 }
 
 // New decorates src. rdb may be nil: then only the in-process cache serves.
@@ -94,11 +113,18 @@ func New(src Source, rdb *redis.Client, opts Options) *Cache {
 	if opts.L1Bytes <= 0 {
 		opts.L1Bytes = 128 << 20
 	}
+	if opts.ColdWait <= 0 {
+		opts.ColdWait = time.Second
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Cache{src: src, rdb: rdb, opts: opts, log: log, l1: newL1(opts.L1Bytes)}
+	c := &Cache{src: src, rdb: rdb, opts: opts, log: log, l1: newL1(opts.L1Bytes)}
+	if opts.ColdLimit > 0 {
+		c.cold = make(chan struct{}, opts.ColdLimit)
+	}
+	return c
 }
 
 // Generation is the data generation the cache currently serves.
@@ -106,6 +132,10 @@ func (c *Cache) Generation() int64 { return c.gen.Load() }
 
 // Statistics answers q from the cache or the source.
 func (c *Cache) Statistics(ctx context.Context, q query.Query, now time.Time) (report.Answer, error) {
+	var err error
+	if q.Server, err = c.guild(ctx, q.Server); err != nil {
+		return report.Answer{}, err
+	}
 	return c.get(ctx, "s|"+q.Key(), now, func(ctx context.Context) (report.Answer, error) {
 		return c.src.Statistics(ctx, q, now)
 	})
@@ -113,6 +143,10 @@ func (c *Cache) Statistics(ctx context.Context, q query.Query, now time.Time) (r
 
 // Series answers the daily-series request q from the cache or the source.
 func (c *Cache) Series(ctx context.Context, q query.Series, now time.Time) (report.Answer, error) {
+	var err error
+	if q.Server, err = c.guild(ctx, q.Server); err != nil {
+		return report.Answer{}, err
+	}
 	return c.get(ctx, "c|"+q.Key(), now, func(ctx context.Context) (report.Answer, error) {
 		return c.src.Series(ctx, q, now)
 	})
@@ -121,9 +155,80 @@ func (c *Cache) Series(ctx context.Context, q query.Series, now time.Time) (repo
 // Icons answers the icons request for server ("" for all). Icons do not
 // depend on the clock, only on the data.
 func (c *Cache) Icons(ctx context.Context, server string) (report.Answer, error) {
+	server, err := c.guild(ctx, server)
+	if err != nil {
+		return report.Answer{}, err
+	}
 	return c.get(ctx, "i|"+server, time.Now(), func(ctx context.Context) (report.Answer, error) {
 		return c.src.Icons(ctx, server)
 	})
+}
+
+// guild turns a server parameter into the guild id it names ("" stays: all servers), so that
+// every spelling of one server ("2", "02", its guild id) is one cache entry and one read; a
+// parameter that names no server is report.ErrServerNotFound without a read of the reports. The
+// catalog is read once per data generation (the collector's catalog changes bump it).
+func (c *Cache) guild(ctx context.Context, server string) (string, error) {
+	if server == "" {
+		return "", nil
+	}
+	gen := c.gen.Load()
+	cat := c.catalog.Load()
+	if cat == nil || cat.Generation != gen {
+		v, err, _ := c.sf.Do("catalog|"+strconv.FormatInt(gen, 10), func() (any, error) {
+			ctx := context.WithoutCancel(ctx)
+			release, err := c.enter(ctx)
+			if err != nil {
+				return nil, err
+			}
+			defer release()
+			cat, err := c.src.Catalog(ctx)
+			if err != nil {
+				return nil, err
+			}
+			c.observe(cat.Generation)
+			c.catalog.Store(&cat)
+			return &cat, nil
+		})
+		if err != nil {
+			return "", err
+		}
+		cat = v.(*report.Catalog)
+	}
+	guild, ok := cat.Resolve(server)
+	if !ok {
+		return "", report.ErrServerNotFound
+	}
+	return guild, nil
+}
+
+// enter takes a turn to read from the source: at once while fewer than ColdLimit reads run,
+// else within ColdWait or ErrBusy. The returned func gives the turn back.
+func (c *Cache) enter(ctx context.Context) (func(), error) {
+	if c.cold == nil {
+		return func() {}, nil
+	}
+	release := func() {
+		<-c.cold
+		coldInFlight.Dec()
+	}
+	select {
+	case c.cold <- struct{}{}:
+		coldInFlight.Inc()
+		return release, nil
+	default:
+	}
+	wait := time.NewTimer(c.opts.ColdWait)
+	defer wait.Stop()
+	select {
+	case c.cold <- struct{}{}:
+		coldInFlight.Inc()
+		return release, nil
+	case <-wait.C:
+	case <-ctx.Done():
+	}
+	coldRefused.Inc()
+	return nil, ErrBusy
 }
 
 func (c *Cache) get(ctx context.Context, key string, now time.Time, load func(context.Context) (report.Answer, error)) (report.Answer, error) {
@@ -143,7 +248,12 @@ func (c *Cache) get(ctx context.Context, key string, now time.Time, load func(co
 			c.l1.put(key, a, c.expiry(a, now))
 			return a, nil
 		}
+		release, err := c.enter(ctx)
+		if err != nil {
+			return report.Answer{}, err
+		}
 		a, err := load(ctx)
+		release()
 		if err != nil {
 			return report.Answer{}, err
 		}

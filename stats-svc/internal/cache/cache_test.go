@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,11 +36,12 @@ func TestMain(m *testing.M) {
 // countingSource stands in for the store: it counts loads and answers with
 // the query key and its current generation.
 type countingSource struct {
-	calls   atomic.Int64
-	gen     atomic.Int64
-	valid   time.Duration // ValidUntil = now + valid; 0: none
-	release chan struct{} // when set, loads wait for it
-	fail    error
+	calls    atomic.Int64
+	catalogs atomic.Int64
+	gen      atomic.Int64
+	valid    time.Duration // ValidUntil = now + valid; 0: none
+	release  chan struct{} // when set, loads wait for it
+	fail     error
 }
 
 func (s *countingSource) Statistics(_ context.Context, q query.Query, now time.Time) (report.Answer, error) {
@@ -54,6 +57,16 @@ func (s *countingSource) Series(_ context.Context, q query.Series, now time.Time
 }
 
 func (s *countingSource) Generation(context.Context) (int64, error) { return s.gen.Load(), nil }
+
+// Catalog is servers 1 to 3 with guild ids 1001 to 1003; catalogs counts its reads.
+func (s *countingSource) Catalog(context.Context) (report.Catalog, error) {
+	s.catalogs.Add(1)
+	var entries []report.CatalogEntry
+	for n := 1; n <= 3; n++ {
+		entries = append(entries, report.CatalogEntry{Number: n, GuildID: strconv.Itoa(1000 + n)})
+	}
+	return report.NewCatalog(s.gen.Load(), entries), nil
+}
 
 func (s *countingSource) load(key string, now time.Time) (report.Answer, error) {
 	s.calls.Add(1)
@@ -159,7 +172,7 @@ func TestErrorsAreNotCached(t *testing.T) {
 	src := &countingSource{fail: report.ErrServerNotFound}
 	c := New(src, nil, Options{})
 	for i := 0; i < 2; i++ {
-		if _, err := c.Icons(context.Background(), "7"); !errors.Is(err, report.ErrServerNotFound) {
+		if _, err := c.Icons(context.Background(), "2"); !errors.Is(err, report.ErrServerNotFound) {
 			t.Fatalf("error %v", err)
 		}
 	}
@@ -302,4 +315,122 @@ func TestSeriesCached(t *testing.T) {
 	if n := src.calls.Load(); n != 2 {
 		t.Fatalf("loads %d, want 2 (one series, one statistics)", n)
 	}
+}
+
+// Every spelling of one server (its catalog number with or without leading zeros, its guild id)
+// is one cache entry: one load per operation; a server the catalog lacks loads nothing; the
+// catalog is read once per generation.
+func TestServerSpellingsShareOneEntry(t *testing.T) {
+	src := &countingSource{}
+	c := New(src, nil, Options{})
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name  string
+		load  func(server string) (report.Answer, error)
+		loads int64
+	}{
+		{"statistics", func(s string) (report.Answer, error) {
+			return c.Statistics(ctx, mustQuery(t, "period=week&server="+s), t0)
+		}, 1},
+		{"icons", func(s string) (report.Answer, error) { return c.Icons(ctx, s) }, 1},
+		{"series", func(s string) (report.Answer, error) {
+			q, err := query.ParseSeries(form.Parse("from=2026-11-01&to=2026-11-20&server=" + s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c.Series(ctx, q, t0)
+		}, 1},
+	} {
+		before := src.calls.Load()
+		var first string
+		for _, server := range []string{"2", "02", "0002", "1002"} {
+			a, err := tt.load(server)
+			if err != nil {
+				t.Fatalf("%s %s: %v", tt.name, server, err)
+			}
+			if first == "" {
+				first = string(a.Body)
+			} else if string(a.Body) != first {
+				t.Errorf("%s %s: %q, want %q", tt.name, server, a.Body, first)
+			}
+		}
+		if !strings.Contains(first, "1002") {
+			t.Errorf("%s: %q does not name the guild id", tt.name, first)
+		}
+		if n := src.calls.Load() - before; n != tt.loads {
+			t.Errorf("%s: %d loads, want %d", tt.name, n, tt.loads)
+		}
+		for _, unknown := range []string{"4", "0", "99999999999999999"} {
+			if _, err := tt.load(unknown); !errors.Is(err, report.ErrServerNotFound) {
+				t.Errorf("%s %s: %v, want not found", tt.name, unknown, err)
+			}
+		}
+		if n := src.calls.Load() - before; n != tt.loads {
+			t.Errorf("%s: %d loads after unknown servers, want %d", tt.name, n, tt.loads)
+		}
+	}
+	if n := src.catalogs.Load(); n != 1 {
+		t.Errorf("catalog read %d times in one generation, want 1", n)
+	}
+	src.gen.Store(2)
+	if err := c.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Icons(ctx, "3"); err != nil {
+		t.Fatal(err)
+	}
+	if n := src.catalogs.Load(); n != 2 {
+		t.Errorf("catalog read %d times over two generations, want 2", n)
+	}
+}
+
+// With ColdLimit reads of the source running, another miss waits ColdWait and fails with ErrBusy,
+// and a cached answer is served at once; a freed turn is taken again.
+func TestColdLimit(t *testing.T) {
+	src := &countingSource{}
+	c := New(src, nil, Options{ColdLimit: 1, ColdWait: 30 * time.Millisecond})
+	ctx := context.Background()
+	warm := mustQuery(t, "period=week")
+	body(t, c, warm, t0)
+
+	src.release = make(chan struct{})
+	held := make(chan error)
+	go func() {
+		_, err := c.Statistics(ctx, mustQuery(t, "period=day"), t0)
+		held <- err
+	}()
+	for src.calls.Load() < 2 { // the held read has the turn
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	busy := make(chan error, 1)
+	go func() {
+		_, err := c.Statistics(ctx, mustQuery(t, "period=month&month=2026-10"), t0)
+		busy <- err
+	}()
+	select {
+	case err := <-busy:
+		if !errors.Is(err, ErrBusy) {
+			t.Fatalf("second cold read: %v, want ErrBusy", err)
+		}
+	case <-time.After(5 * time.Second):
+		close(src.release)
+		t.Fatal("a second cold read was neither refused nor answered: it waits for the first")
+	}
+	if took := time.Since(start); took < 30*time.Millisecond {
+		t.Errorf("refused after %v, want a wait of 30ms first", took)
+	}
+	start = time.Now()
+	body(t, c, warm, t0) // cached: no turn needed
+	if took := time.Since(start); took >= 30*time.Millisecond {
+		t.Errorf("a cached answer took %v", took)
+	}
+	if n := src.calls.Load(); n != 2 {
+		t.Errorf("%d loads, want 2 (the refused one never reached the source)", n)
+	}
+	close(src.release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	body(t, c, mustQuery(t, "period=month&month=2026-10"), t0)
 }

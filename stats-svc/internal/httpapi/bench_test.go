@@ -30,7 +30,7 @@ func BenchmarkWarmHandler(b *testing.B) {
 		b.Fatal(err)
 	}
 	real := server.New(server.Options{Name: "bench", Logger: log, ErrorHandler: httpapi.ErrorHandler})
-	httpapi.Register(real, c, func() time.Time { return testNow })
+	httpapi.Register(real, c, httpapi.Options{Now: func() time.Time { return testNow }})
 	target := statsPath + "?period=day&date=2026-11-16&server=2"
 	rec := httptest.NewRecorder()
 	real.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))

@@ -24,6 +24,7 @@ import (
 	"forumstats.local/stats-svc/internal/app"
 	"forumstats.local/stats-svc/internal/cache"
 	"forumstats.local/stats-svc/internal/httpapi"
+	"forumstats.local/stats-svc/internal/query"
 	"forumstats.local/stats-svc/internal/report"
 	"forumstats.local/stats-svc/internal/store"
 )
@@ -194,6 +195,45 @@ type stackOptions struct {
 	redis  *redis.Client // nil: in-process cache only
 	poll   time.Duration
 	direct bool // no cache at all: the store answers
+	// limiter limits the client addresses (nil: none).
+	limiter httpapi.Limiter
+	// coldLimit and coldWait bound the cache's reads of the store (0: none, the default wait).
+	coldLimit int
+	coldWait  time.Duration
+	// hold, when set, holds every read of the store until it is closed; each read that starts
+	// first sends on entered (when set and ready).
+	hold    <-chan struct{}
+	entered chan<- struct{}
+}
+
+// heldSource is the store with every answer held until hold is closed.
+type heldSource struct {
+	*store.Store
+	hold    <-chan struct{}
+	entered chan<- struct{}
+}
+
+func (h heldSource) wait() {
+	select {
+	case h.entered <- struct{}{}:
+	default:
+	}
+	<-h.hold
+}
+
+func (h heldSource) Statistics(ctx context.Context, q query.Query, now time.Time) (report.Answer, error) {
+	h.wait()
+	return h.Store.Statistics(ctx, q, now)
+}
+
+func (h heldSource) Icons(ctx context.Context, server string) (report.Answer, error) {
+	h.wait()
+	return h.Store.Icons(ctx, server)
+}
+
+func (h heldSource) Series(ctx context.Context, q query.Series, now time.Time) (report.Answer, error) {
+	h.wait()
+	return h.Store.Series(ctx, q, now)
 }
 
 var prefixSeq atomic.Int64
@@ -209,7 +249,11 @@ func newStack(t *testing.T, gdb *gorm.DB, o stackOptions) *stack {
 	if !o.direct {
 		prefix := fmt.Sprintf("test:stats:%d:%d:%s:", os.Getpid(), prefixSeq.Add(1), t.Name())
 		s.prefix = prefix
-		s.cache = cache.New(st, o.redis, cache.Options{KeyPrefix: prefix, Poll: o.poll, Logger: log})
+		var src cache.Source = st
+		if o.hold != nil {
+			src = heldSource{Store: st, hold: o.hold, entered: o.entered}
+		}
+		s.cache = cache.New(src, o.redis, cache.Options{KeyPrefix: prefix, Poll: o.poll, Logger: log, ColdLimit: o.coldLimit, ColdWait: o.coldWait})
 		if err := s.cache.Refresh(context.Background()); err != nil {
 			t.Fatalf("refresh generation: %v", err)
 		}
@@ -222,7 +266,7 @@ func newStack(t *testing.T, gdb *gorm.DB, o stackOptions) *stack {
 		}
 		reportsAPI = s.cache
 	}
-	srv := httptest.NewServer(app.Handler(log, reportsAPI, gdb, func() time.Time { return testNow }))
+	srv := httptest.NewServer(app.Handler(log, reportsAPI, gdb, app.HandlerOptions{Now: func() time.Time { return testNow }, Limiter: o.limiter, CDN: cdn}))
 	t.Cleanup(srv.Close)
 	s.url = srv.URL
 	return s

@@ -15,7 +15,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"forumstats.local/shared/form"
+	"forumstats.local/shared/ratelimit"
 	"forumstats.local/shared/server"
+	"forumstats.local/stats-svc/internal/cache"
 	"forumstats.local/stats-svc/internal/query"
 	"forumstats.local/stats-svc/internal/report"
 )
@@ -27,6 +29,19 @@ type Reports interface {
 	Series(ctx context.Context, q query.Series, now time.Time) (report.Answer, error)
 }
 
+// Limiter decides whether the client named key (its address) may make one more request now.
+type Limiter interface {
+	Allow(ctx context.Context, key string) ratelimit.Decision
+}
+
+// Options are what Register needs besides the answers.
+type Options struct {
+	// Now is the clock (time.Now in production).
+	Now func() time.Time
+	// Limiter limits the requests of each client address; nil: no limit.
+	Limiter Limiter
+}
+
 // allowed is the Allow header of every 405: the service only reads.
 const allowed = "GET, HEAD"
 
@@ -36,16 +51,19 @@ type api struct {
 }
 
 // Register adds the three operations and the OpenAPI document, each with and
-// without a trailing slash, and the CORS header every response carries. now is
-// the clock (time.Now in production).
-func Register(e *echo.Echo, reports Reports, now func() time.Time) {
-	a := &api{reports: reports, now: now}
+// without a trailing slash, the CORS header every response carries and the
+// per-client rate limit of every route but the probes.
+func Register(e *echo.Echo, reports Reports, opts Options) {
+	a := &api{reports: reports, now: opts.Now}
 	e.Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			c.Response().Header().Set(echo.HeaderAccessControlAllowOrigin, "*")
 			return next(c)
 		}
 	})
+	if opts.Limiter != nil {
+		e.Use(limit(opts.Limiter))
+	}
 	// Any, not GET+HEAD: otherwise Echo's router answers OPTIONS with 204
 	// itself, and the contract wants 405 for every other method.
 	for path, get := range map[string]operation{
@@ -118,6 +136,40 @@ func (a *api) series(ctx context.Context, values url.Values, now time.Time) (rep
 	return a.reports.Series(ctx, q, now)
 }
 
+// unlimited are the routes the rate limit leaves alone: shared/server's probes, which
+// orchestrators and Prometheus poll and which read nothing a client chooses.
+var unlimited = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
+
+// errRateLimited: the client used up its requests; retryError says for how long.
+var errRateLimited = errors.New("rate limited")
+
+// retryError is a refusal that the client may repeat after wait (the Retry-After header).
+type retryError struct {
+	err  error
+	wait time.Duration
+}
+
+func (e *retryError) Error() string { return e.err.Error() }
+func (e *retryError) Unwrap() error { return e.err }
+
+// limit takes a token from the bucket of the client's address (c.RealIP: the proxies that may
+// name it are shared/server's to trust) for every request but the probes: the dashboard, the
+// API, the document, unknown paths and wrong methods alike, since each costs the service a
+// request.
+func limit(l Limiter) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if unlimited[c.Path()] {
+				return next(c)
+			}
+			if d := l.Allow(c.Request().Context(), c.RealIP()); !d.Allowed {
+				return &retryError{err: errRateLimited, wait: time.Duration(d.RetryAfterSeconds()) * time.Second}
+			}
+			return next(c)
+		}
+	}
+}
+
 func readOnly(c echo.Context) error {
 	switch c.Request().Method {
 	case http.MethodGet, http.MethodHead:
@@ -140,16 +192,36 @@ func write(c echo.Context, status int, body []byte) error {
 	return err
 }
 
-// errorTable maps domain errors to HTTP statuses and codes.
+// errorTable maps domain errors to HTTP statuses and codes; retryAfter is the Retry-After of
+// a refusal the client may repeat, unless the error carries its own (retryError).
 var errorTable = []struct {
-	err    error
-	status int
-	code   string
+	err        error
+	status     int
+	code       string
+	retryAfter time.Duration
 }{
-	{query.ErrInvalidParameters, http.StatusBadRequest, "invalid_parameters"},
-	{query.ErrInvalidRange, http.StatusBadRequest, "invalid_range"},
-	{query.ErrInvalidServer, http.StatusBadRequest, "invalid_server"},
-	{report.ErrServerNotFound, http.StatusNotFound, "server_not_found"},
+	{query.ErrInvalidParameters, http.StatusBadRequest, "invalid_parameters", 0},
+	{query.ErrInvalidRange, http.StatusBadRequest, "invalid_range", 0},
+	{query.ErrInvalidServer, http.StatusBadRequest, "invalid_server", 0},
+	{report.ErrServerNotFound, http.StatusNotFound, "server_not_found", 0},
+	{errRateLimited, http.StatusTooManyRequests, "too_many_requests", time.Second},
+	// The database is reading as many uncached answers as it may: a second later it has
+	// usually finished some.
+	{cache.ErrBusy, http.StatusServiceUnavailable, "service_busy", time.Second},
+}
+
+// retryAfter is the Retry-After of err: its own wait, else its table entry's (0: none).
+func retryAfter(err error) time.Duration {
+	var re *retryError
+	if errors.As(err, &re) {
+		return re.wait
+	}
+	for _, e := range errorTable {
+		if errors.Is(err, e.err) {
+			return e.retryAfter
+		}
+	}
+	return 0
 }
 
 func classify(err error) (int, string) {
@@ -191,6 +263,9 @@ func ErrorHandler(err error, c echo.Context) {
 	h.Set(echo.HeaderAccessControlAllowOrigin, "*")
 	if status == http.StatusMethodNotAllowed {
 		h.Set(echo.HeaderAllow, allowed)
+	}
+	if wait := retryAfter(err); wait > 0 {
+		h.Set(echo.HeaderRetryAfter, strconv.FormatInt(int64(max(wait.Round(time.Second), time.Second)/time.Second), 10))
 	}
 	if err := write(c, status, []byte(`{"error":"`+code+`"}`)); err != nil {
 		server.Logger(c).Debug("write error response", "err", err)

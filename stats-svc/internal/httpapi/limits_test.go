@@ -19,7 +19,7 @@ import (
 // shared/server (net/http would otherwise answer plain text before any handler).
 func TestOversizedRequestHead(t *testing.T) {
 	e := server.New(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ErrorHandler: httpapi.ErrorHandler})
-	httpapi.Register(e, store.New(pgDB(t), report.Links{CDN: cdn}), func() time.Time { return testNow })
+	httpapi.Register(e, store.New(pgDB(t), report.Links{CDN: cdn}), httpapi.Options{Now: func() time.Time { return testNow }})
 	addr, _ := servertest.Serve(t, e)
 	for _, tt := range []struct {
 		name, method, target, headers string

@@ -12,11 +12,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 
 	"forumstats.local/shared/db"
+	"forumstats.local/shared/ratelimit"
 	"forumstats.local/shared/testutil/openapitest"
 	"forumstats.local/stats-svc/internal/httpapi"
 )
@@ -60,6 +62,22 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 	}
 	bad := newStack(t, broken, stackOptions{direct: true})
 	db.Close(broken)
+	// A client whose requests are all over its rate limit: 429 on every route but the probes.
+	limited := newStack(t, pgDB(t), stackOptions{direct: true, limiter: refuseAll{}})
+	// A service whose one turn to read the database is held: every uncached answer is 503.
+	hold, entered := make(chan struct{}), make(chan struct{})
+	busy := newStack(t, pgDB(t), stackOptions{coldLimit: 1, coldWait: time.Millisecond, hold: hold, entered: entered})
+	t.Cleanup(func() { close(hold) })
+	go func() {
+		if res, err := http.Get(busy.url + statsPath + "?period=month&month=2026-10"); err == nil {
+			res.Body.Close()
+		}
+	}()
+	select {
+	case <-entered: // the read holds the only turn until the end of the test
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held read never started")
+	}
 
 	valid := map[string]string{
 		statsPath:  "period=week&date=2026-11-20",
@@ -101,7 +119,8 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 			check(good.url, method, concrete, q, map[string]string{"If-None-Match": "*"})
 			check(good.url, method, concrete, q+"&x="+strings.Repeat("y", 20<<10), nil)
 			check(good.url, method, concrete, q, map[string]string{"X-Big": strings.Repeat("z", 40<<10)})
-			check(bad.url, method, concrete, q, nil) // 500 on the API, 503 on /readyz
+			check(bad.url, method, concrete, q, nil)  // 500 on the API, 503 on /readyz
+			check(busy.url, method, concrete, q, nil) // 503 service_busy on the API
 			if isAPI {
 				check(good.url, method, concrete, q+"&server=x", nil)
 				check(good.url, method, concrete, q+"&server=4", nil)
@@ -120,6 +139,9 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 				check(good.url, method, strings.Replace(path, "{file}", "index.html", 1), "", nil) // 404
 			}
 		}
+		for _, method := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"} {
+			check(limited.url, method, concrete, q, nil) // 429 but on the probes
+		}
 		for _, method := range []string{"POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"} {
 			check(good.url, method, concrete, q, nil)
 			check(good.url, method, concrete, q+"&x="+strings.Repeat("y", 20<<10), nil)
@@ -133,6 +155,13 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 	if c.Reached() < 100 {
 		t.Fatalf("only %d method/path/status combinations reached", c.Reached())
 	}
+}
+
+// refuseAll is a rate limit every request is over.
+type refuseAll struct{}
+
+func (refuseAll) Allow(context.Context, string) ratelimit.Decision {
+	return ratelimit.Decision{RetryAfter: 2500 * time.Millisecond}
 }
 
 // fileNames lists the values the document allows for a path's {file} parameter (none: the path

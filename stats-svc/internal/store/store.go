@@ -75,6 +75,25 @@ func (s *Store) Statistics(ctx context.Context, q query.Query, now time.Time) (r
 	})
 }
 
+// Catalog reads the catalog's numbers and guild ids, and the generation they belong to, in one
+// consistent view.
+func (s *Store) Catalog(ctx context.Context) (report.Catalog, error) {
+	var out report.Catalog
+	err := s.read(ctx, func(v view) error {
+		st, err := reports.ReadState(v.tx)
+		if err != nil {
+			return err
+		}
+		var entries []report.CatalogEntry
+		if err := v.tx.Raw("SELECT number, guild_id FROM catalog_servers").Scan(&entries).Error; err != nil {
+			return fmt.Errorf("read catalog: %w", err)
+		}
+		out = report.NewCatalog(st.Generation, entries)
+		return nil
+	})
+	return out, err
+}
+
 // Icons composes the icons answer for one server, or all when server is "".
 func (s *Store) Icons(ctx context.Context, server string) (report.Answer, error) {
 	return s.answer(ctx, server, func(_ view, _ reports.ReaderState, servers []report.Server, _ string) (report.Answer, error) {
@@ -191,17 +210,21 @@ func (s *Store) loadServers(tx *gorm.DB, server string) ([]report.Server, error)
 		return nil, fmt.Errorf("read catalog: %w", err)
 	}
 	if server != "" {
-		if len(rows) == 0 {
+		// Both a guildId and a number may match (different servers): the catalog's rule picks.
+		entries := make([]report.CatalogEntry, len(rows))
+		for i, r := range rows {
+			entries[i] = report.CatalogEntry{Number: r.Number, GuildID: r.GuildID}
+		}
+		guild, ok := report.NewCatalog(0, entries).Resolve(server)
+		if !ok {
 			return nil, report.ErrServerNotFound
 		}
-		// Both a guildId and a number may match (different servers): guildId wins.
-		pick := rows[0]
 		for _, r := range rows {
-			if r.GuildID == server {
-				pick = r
+			if r.GuildID == guild {
+				rows = []serverRow{r}
+				break
 			}
 		}
-		rows = []serverRow{pick}
 	}
 	out := make([]report.Server, len(rows))
 	for i, r := range rows {

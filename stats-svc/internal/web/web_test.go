@@ -17,7 +17,9 @@ import (
 	"testing"
 	"time"
 
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"gorm.io/gorm"
 
@@ -122,8 +124,8 @@ func TestDashboardInChromium(t *testing.T) {
 	missing, stale := seed(t, gdb, time.Now())
 
 	e := server.New(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ErrorHandler: httpapi.ErrorHandler})
-	httpapi.Register(e, store.New(gdb, report.Links{CDN: "http://127.0.0.1:1"}), time.Now)
-	web.Register(e)
+	httpapi.Register(e, store.New(gdb, report.Links{CDN: "http://127.0.0.1:1"}), httpapi.Options{Now: time.Now})
+	web.Register(e, web.Options{CDN: "http://127.0.0.1:1"})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 
@@ -138,16 +140,30 @@ func TestDashboardInChromium(t *testing.T) {
 	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
 	defer cancelTimeout()
 
-	// Every request the page makes must go to the service: none leaves for the internet.
+	// Every request the page makes must go to the service: none leaves for the internet. The
+	// page runs under its Content-Security-Policy: anything the policy blocks (the page's own
+	// script or styles included) and any script error is a failure.
 	var mu sync.Mutex
-	var elsewhere []string
+	var elsewhere, blocked []string
+	pagePolicy := ""
 	listenErr := chromedp.Listen(ctx, func(ev any) {
-		if r, ok := ev.(*network.EventRequestWillBeSent); ok {
-			if !strings.HasPrefix(r.Request.URL, srv.URL+"/") && !strings.HasPrefix(r.Request.URL, "data:") {
-				mu.Lock()
-				elsewhere = append(elsewhere, r.Request.URL)
-				mu.Unlock()
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			if !strings.HasPrefix(ev.Request.URL, srv.URL+"/") && !strings.HasPrefix(ev.Request.URL, "data:") {
+				elsewhere = append(elsewhere, ev.Request.URL)
 			}
+		case *network.EventResponseReceived:
+			if ev.Response.URL == srv.URL+"/" {
+				pagePolicy, _ = ev.Response.Headers["Content-Security-Policy"].(string)
+			}
+		case *cdplog.EventEntryAdded:
+			if ev.Entry.Source == cdplog.EntrySourceSecurity || strings.Contains(ev.Entry.Text, "Content Security Policy") {
+				blocked = append(blocked, ev.Entry.Text)
+			}
+		case *runtime.EventExceptionThrown:
+			blocked = append(blocked, "exception: "+ev.ExceptionDetails.Text)
 		}
 	})
 
@@ -155,8 +171,12 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatalf("chromium: %v", listenErr)
 	}
 	type row struct{ Number, Name, Total, Status string }
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(srv.URL+"/"), chromedp.WaitReady(`body[data-ready]`)); err != nil {
-		t.Fatalf("chromium: %v", err)
+	waitCtx, cancelWait := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelWait()
+	if err := chromedp.Do(waitCtx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(srv.URL+"/"), chromedp.WaitReady(`body[data-ready]`)); err != nil {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("chromium: %v (blocked or failed: %q)", err, blocked)
 	}
 	readyState := evaluate[string](t, ctx, `document.body.dataset.ready`)
 	readyErr := evaluate[string](t, ctx, `document.body.dataset.error || ""`)
@@ -256,6 +276,12 @@ func TestDashboardInChromium(t *testing.T) {
 	if len(elsewhere) > 0 {
 		t.Errorf("requests left the service: %v", elsewhere)
 	}
+	if len(blocked) > 0 {
+		t.Errorf("blocked by the Content-Security-Policy or failed: %q", blocked)
+	}
+	if pagePolicy != web.ContentSecurityPolicy("http://127.0.0.1:1") {
+		t.Errorf("the page was served with the policy %q", pagePolicy)
+	}
 }
 
 func evaluate[T any](t *testing.T, ctx context.Context, expr string) T {
@@ -270,7 +296,7 @@ func evaluate[T any](t *testing.T, ctx context.Context, expr string) T {
 // The page and its files are GET/HEAD only; anything else is the service's JSON error.
 func TestRoutes(t *testing.T) {
 	e := server.New(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ErrorHandler: httpapi.ErrorHandler})
-	web.Register(e)
+	web.Register(e, web.Options{CDN: "https://cdn.example"})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	for _, tt := range []struct {
@@ -306,6 +332,33 @@ func TestRoutes(t *testing.T) {
 		res.Body.Close()
 		if res.StatusCode != tt.status || !strings.Contains(string(b), tt.body) || !strings.HasPrefix(res.Header.Get("Content-Type"), tt.ctype) {
 			t.Errorf("%s %s: %d %q %.80s", tt.method, tt.path, res.StatusCode, res.Header.Get("Content-Type"), b)
+		}
+		// Every answer of the dashboard's routes, refusals included, carries the protective headers.
+		for name, want := range map[string]string{
+			"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' https://cdn.example; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+			"Referrer-Policy":         "no-referrer",
+			"X-Content-Type-Options":  "nosniff",
+		} {
+			if got := res.Header.Get(name); got != want {
+				t.Errorf("%s %s: %s %q, want %q", tt.method, tt.path, name, got, want)
+			}
+		}
+	}
+}
+
+// The policy names the CDN's origin only (scheme, host, port: a path in CDN_BASE_URL would
+// narrow the policy to files under it, and links may leave it), never 'unsafe-inline', and
+// forbids framing.
+func TestContentSecurityPolicy(t *testing.T) {
+	for _, tt := range []struct{ cdn, img string }{
+		{"https://cdn.discordapp.com", "img-src 'self' https://cdn.discordapp.com;"},
+		{"http://127.0.0.1:9000/cdn/", "img-src 'self' http://127.0.0.1:9000;"},
+		{"", "img-src 'self';"},
+	} {
+		csp := web.ContentSecurityPolicy(tt.cdn)
+		if !strings.Contains(csp, tt.img) || strings.Contains(csp, "unsafe") || !strings.Contains(csp, "frame-ancestors 'none'") ||
+			!strings.HasPrefix(csp, "default-src 'none'; script-src 'self'; style-src 'self';") {
+			t.Errorf("%q: %q", tt.cdn, csp)
 		}
 	}
 }
