@@ -46,6 +46,9 @@ const (
 	CodeIdempotencyKeyReused  = "idempotency_key_reused"
 	CodeRequestInProgress     = "request_in_progress"
 	CodeUnsupportedMediaType  = "unsupported_media_type"
+	// Client mistakes on the wire (shared/server.ClientError).
+	CodeMalformedBody  = "malformed_body"
+	CodeRequestTimeout = "request_timeout"
 )
 
 // ErrorBody is the body of every error response.
@@ -106,6 +109,8 @@ var (
 	specTitleTooLong     = errorSpec{http.StatusBadRequest, CodeTitleTooLong, "The title is too long."}
 	specMessageTooLong   = errorSpec{http.StatusBadRequest, CodeMessageTooLong, "The message is too long."}
 	specInvalidInput     = errorSpec{http.StatusBadRequest, CodeInvalidInput, "A field has a malformed value."}
+	specMalformedBody    = errorSpec{http.StatusBadRequest, CodeMalformedBody, "The request body or its framing is malformed, or the body was cut short."}
+	specRequestTimeout   = errorSpec{http.StatusRequestTimeout, CodeRequestTimeout, "The request body did not arrive in time."}
 )
 
 // allCodes lists every code the service answers with (the OpenAPI test checks the document).
@@ -117,7 +122,7 @@ func allCodes() []string {
 	for _, s := range []errorSpec{specMissingScope, specInvalidPage, specPagePastLast, specTooManyRequests,
 		specEndpointNotFound, specMethodNotAllowed, specTooLarge, specURITooLong, specHeadersTooLarge, specServerError,
 		specUnsupportedType, specMissingInput, specInvalidRecipient, specTooManyRecip, specTitleTooLong,
-		specMessageTooLong, specInvalidInput} {
+		specMessageTooLong, specInvalidInput, specMalformedBody, specRequestTimeout} {
 		codes = append(codes, s.code)
 	}
 	return codes
@@ -191,6 +196,10 @@ func classify(err error) (spec errorSpec, params map[string]any, ok bool) {
 			return specHeadersTooLarge, params, true
 		case http.StatusUnsupportedMediaType:
 			return specUnsupportedType, params, true
+		case http.StatusBadRequest: // shared/server.ClientError: framing, a cut body
+			return specMalformedBody, params, true
+		case http.StatusRequestTimeout:
+			return specRequestTimeout, params, true
 		}
 	}
 	return specServerError, params, false

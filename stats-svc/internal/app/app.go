@@ -122,7 +122,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
 		c.Run(watch)
 	}()
 
-	s.Handler = Handler(log, c, gdb, time.Now)
+	s.Handler = handler(log, c, gdb, time.Now, cfg.HTTP)
 	s.registerChatMetrics(gdb, reads, log)
 	return s, nil
 }
@@ -132,7 +132,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
 // over the cache; the API tests build it over their own store and fixed clock, so that they
 // answer every route as production does.
 func Handler(log *slog.Logger, source httpapi.Reports, database *gorm.DB, now func() time.Time) *echo.Echo {
+	return handler(log, source, database, now, config.HTTP{})
+}
+
+// handler is Handler with the server's configuration (config.Common.HTTP).
+func handler(log *slog.Logger, source httpapi.Reports, database *gorm.DB, now func() time.Time, http config.HTTP) *echo.Echo {
 	e := server.New(server.Options{
+		HTTP:         http,
 		Name:         "stats-svc",
 		Logger:       log,
 		ErrorHandler: httpapi.ErrorHandler,
