@@ -108,7 +108,7 @@ func TestAttackServerHeaderMemory(t *testing.T) {
 		}
 		// Just under the cap: the service's own answer, in JSON.
 		for _, c := range []struct{ name, target, head string }{
-			{"60 KiB header block", "/healthz", emptyLines(60<<10/9)},
+			{"60 KiB header block", "/healthz", emptyLines(60 << 10 / 9)},
 			{"60 KiB request target", "/healthz?x=" + strings.Repeat("a", 60<<10), ""},
 		} {
 			answers, _ := rawAnswer(t, s.Addr, "GET "+c.target+" HTTP/1.1\r\nHost: a\r\n"+c.head+"Connection: close\r\n\r\n")
