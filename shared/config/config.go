@@ -7,6 +7,7 @@ package config
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -59,14 +60,65 @@ type Common struct {
 	LogLevel       string
 	LogFormat      string
 	MigrateOnStart bool
+	// HTTP is what shared/server needs beyond the address: it is handed to server.New as is.
+	HTTP HTTP
+}
+
+// HTTP holds the settings of the HTTP server every service runs.
+type HTTP struct {
+	// ReadTimeout bounds the reading of one request, head and body (HTTP_READ_TIMEOUT); 0 means
+	// shared/server's default.
+	ReadTimeout time.Duration
+	// TrustedProxies are the peers whose X-Forwarded-For is believed (TRUSTED_PROXIES); none
+	// by default, so that a client cannot choose the address its requests are counted under.
+	TrustedProxies []netip.Prefix
+}
+
+// DefaultReadTimeout is HTTP_READ_TIMEOUT's default.
+const DefaultReadTimeout = 30 * time.Second
+
+// Prefixes returns key parsed as a comma-separated list of IP addresses and CIDR prefixes (an
+// address alone is a prefix of its full length), or nil when unset.
+func Prefixes(key string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(String(key, ""), ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			a, aerr := netip.ParseAddr(f)
+			if aerr != nil || a.Zone() != "" {
+				return nil, fmt.Errorf("%s: %q is not an IP address or CIDR prefix", key, f)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // Logging is the level and format of the service's log (LOG_LEVEL, LOG_FORMAT).
 func (c Common) Logging() (level, format string) { return c.LogLevel, c.LogFormat }
 
-// LoadCommon reads HTTP_ADDR, DATABASE_URL, REDIS_URL, LOG_LEVEL, LOG_FORMAT and MIGRATE_ON_START.
+// LoadCommon reads HTTP_ADDR, DATABASE_URL, REDIS_URL, LOG_LEVEL, LOG_FORMAT, MIGRATE_ON_START,
+// HTTP_READ_TIMEOUT and TRUSTED_PROXIES.
 func LoadCommon(defaultAddr, defaultDatabaseURL string) (Common, error) {
 	migrateOnStart, err := Bool("MIGRATE_ON_START", true)
+	if err != nil {
+		return Common{}, err
+	}
+	readTimeout, err := Duration("HTTP_READ_TIMEOUT", DefaultReadTimeout)
+	if err != nil {
+		return Common{}, err
+	}
+	// Under 100 ms no client could send a form; past 10 minutes a slow sender holds a connection
+	// (and its memory) for too long.
+	if readTimeout < 100*time.Millisecond || readTimeout > 10*time.Minute {
+		return Common{}, fmt.Errorf("HTTP_READ_TIMEOUT must be from 100ms to 10m, not %v", readTimeout)
+	}
+	proxies, err := Prefixes("TRUSTED_PROXIES")
 	if err != nil {
 		return Common{}, err
 	}
@@ -77,6 +129,7 @@ func LoadCommon(defaultAddr, defaultDatabaseURL string) (Common, error) {
 		LogLevel:       String("LOG_LEVEL", "info"),
 		LogFormat:      String("LOG_FORMAT", "json"),
 		MigrateOnStart: migrateOnStart,
+		HTTP:           HTTP{ReadTimeout: readTimeout, TrustedProxies: proxies},
 	}
 	return c, nil
 }

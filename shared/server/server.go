@@ -16,12 +16,15 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"forumstats.local/shared/config"
 )
 
 // Check is one dependency probed by /readyz.
@@ -38,6 +41,9 @@ type Options struct {
 	Ready        []Check
 	// BodyLimit caps request bodies ("64K", "1M"); empty means 1M.
 	BodyLimit string
+	// HTTP is the server's configuration (config.Common.HTTP): the read timeout Serve applies
+	// and the proxies whose X-Forwarded-For c.RealIP() believes.
+	HTTP config.HTTP
 }
 
 var (
@@ -84,11 +90,18 @@ func New(opts Options) *echo.Echo {
 		limit = "1M"
 	}
 
+	e.IPExtractor = ipExtractor(opts.HTTP.TrustedProxies)
+	// Serve builds its http.Server from e.Server: the timeouts are set here, with the rest.
+	e.Server.ReadTimeout = opts.HTTP.ReadTimeout
+	if e.Server.ReadTimeout <= 0 {
+		e.Server.ReadTimeout = config.DefaultReadTimeout
+	}
+
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{
-		// Accept a caller's ID only when it is short and printable, so logs cannot be flooded.
+		// Keep a caller's ID only when a log line or header carries it safely as is.
 		Generator: newRequestID,
 		RequestIDHandler: func(c echo.Context, id string) {
-			if len(id) > 64 || !printable(id) {
+			if !validRequestID(id) {
 				id = newRequestID()
 				c.Response().Header().Set(echo.HeaderXRequestID, id)
 			}
@@ -103,7 +116,9 @@ func New(opts Options) *echo.Echo {
 			return err
 		},
 	}))
+	e.Use(refuseAmbiguous)
 	e.Use(limitHead)
+	e.Use(markBodyErrors)
 	e.Use(middleware.BodyLimit(limit))
 
 	e.GET("/healthz", health)
@@ -148,6 +163,13 @@ func observe(log *slog.Logger) echo.MiddlewareFunc {
 			defer inFlight.Dec()
 			c.Set("base_logger", log)
 			err := next(c)
+			if herr := ClientError(err); herr != nil {
+				// The client's doing (a slow, cut or malformed body; ambiguous framing): a 4xx,
+				// logged at info.
+				log.LogAttrs(c.Request().Context(), slog.LevelInfo, "client error",
+					slog.String("request_id", RequestID(c)), slog.String("err", clip(err.Error())))
+				err = herr
+			}
 			if err != nil {
 				// Let the error handler write the body now so that the status is known below.
 				c.Error(err)
@@ -158,7 +180,7 @@ func observe(log *slog.Logger) echo.MiddlewareFunc {
 			}
 			status := c.Response().Status
 			elapsed := time.Since(start)
-			method := c.Request().Method
+			method := methodLabel(c.Request().Method)
 			requestsTotal.WithLabelValues(route, method, statusLabel(status)).Inc()
 			requestDuration.WithLabelValues(route, method).Observe(elapsed.Seconds())
 			level := slog.LevelInfo
@@ -168,8 +190,8 @@ func observe(log *slog.Logger) echo.MiddlewareFunc {
 			// The path only: query strings and headers may carry secrets and are never logged.
 			log.LogAttrs(c.Request().Context(), level, "request",
 				slog.String("request_id", RequestID(c)),
-				slog.String("method", method),
-				slog.String("path", c.Request().URL.Path),
+				slog.String("method", clip(c.Request().Method)),
+				slog.String("path", clip(c.Request().URL.Path)),
 				slog.String("route", route),
 				slog.Int("status", status),
 				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
@@ -233,18 +255,26 @@ func Run(ctx context.Context, e *echo.Echo, addr string, log *slog.Logger) error
 	return Serve(ctx, e, ln, log)
 }
 
-// Serve is Run on an existing listener (tests listen on port 0 first).
+// Serve is Run on an existing listener (tests listen on port 0 first). Every connection is read
+// through a framer (framing.go), which refuses requests framed two ways.
 func Serve(ctx context.Context, e *echo.Echo, ln net.Listener, log *slog.Logger) error {
+	readTimeout := e.Server.ReadTimeout
+	if readTimeout <= 0 {
+		readTimeout = config.DefaultReadTimeout
+	}
 	srv := &http.Server{
-		Handler:           e,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
+		Handler:           judgeFraming(e),
+		ReadHeaderTimeout: min(10*time.Second, readTimeout),
+		ReadTimeout:       readTimeout,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    maxReadHeaderBytes, // limitHead enforces the real limits, in JSON
+		ConnContext:       connContext,
+		// OPTIONS * must reach judgeFraming like any request, or the verdicts would shift.
+		DisableGeneralOptionsHandler: true,
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(framingListener{ln}) }()
 	if log != nil {
 		log.Info("listening", "addr", ln.Addr().String())
 	}
@@ -272,11 +302,47 @@ func SignalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
-func printable(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x21 || s[i] > 0x7e {
-			return false
+// refuseAmbiguous answers 400 (ErrAmbiguousFraming) to a request its connection's framer
+// refused; judgeFraming has asked for the connection to close after it.
+func refuseAmbiguous(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if framingRefused(c.Request()) {
+			return echo.NewHTTPError(http.StatusBadRequest).SetInternal(ErrAmbiguousFraming)
 		}
+		return next(c)
 	}
-	return true
+}
+
+// knownMethods are the method labels of the request metrics: any other method counts as
+// "other", so that a client cannot add series (and /metrics bytes) by inventing methods.
+var knownMethods = map[string]string{}
+
+func init() {
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace} {
+		knownMethods[m] = m
+	}
+}
+
+func methodLabel(m string) string {
+	if l, ok := knownMethods[m]; ok {
+		return l
+	}
+	return "other"
+}
+
+// maxLogField bounds what a log line copies from a request (method, path, an error's text): a
+// request line may be megabytes long, a log line should not be.
+const maxLogField = 256
+
+// clip returns s cut to maxLogField bytes (on a UTF-8 boundary) with a marker that it was cut.
+func clip(s string) string {
+	if len(s) <= maxLogField {
+		return s
+	}
+	n := maxLogField
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…[cut " + strconv.Itoa(len(s)-n) + " bytes]"
 }

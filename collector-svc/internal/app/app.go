@@ -82,6 +82,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	e := server.New(server.Options{
 		Name:   "collector-svc",
 		Logger: log,
+		HTTP:   cfg.HTTP,
 		Ready:  []server.Check{{Name: "database", Fn: db.Ping(b.DB)}},
 	})
 	ctx, cancel := context.WithCancel(ctx)

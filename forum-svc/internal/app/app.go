@@ -112,6 +112,8 @@ type Options struct {
 	Now  func() time.Time
 	// Reads routes reads to a replica (nil or without one: all on gdb).
 	Reads *db.Reads
+	// HTTP is the server's configuration (config.Common.HTTP).
+	HTTP config.HTTP
 }
 
 // NewService builds the HTTP service over an open database and an optional Redis client (nil:
@@ -144,6 +146,7 @@ func NewService(gdb *gorm.DB, rc *redis.Client, rl ratelimit.Config, log *slog.L
 		Limiter:       limiter,
 		Logger:        log,
 		Ready:         ready,
+		HTTP:          opts.HTTP,
 	})
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -167,7 +170,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer reads.Close()
 	// The replica is no readiness check: the primary answers while it is down.
-	svc, err := NewService(b.DB, b.Redis, cfg.RateLimit, log, Options{Reads: reads})
+	svc, err := NewService(b.DB, b.Redis, cfg.RateLimit, log, Options{Reads: reads, HTTP: cfg.HTTP})
 	if err != nil {
 		return fmt.Errorf("build service: %w", err)
 	}

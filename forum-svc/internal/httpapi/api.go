@@ -17,6 +17,7 @@ import (
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/conversation"
 	"forumstats.local/forum-svc/internal/decimal"
+	"forumstats.local/shared/config"
 	"forumstats.local/shared/form"
 	"forumstats.local/shared/ratelimit"
 	"forumstats.local/shared/server"
@@ -41,6 +42,7 @@ type Deps struct {
 	Limiter       Limiter
 	Logger        *slog.Logger
 	Ready         []server.Check
+	HTTP          config.HTTP // the server's read timeout and trusted proxies
 }
 
 type api struct {
@@ -96,6 +98,7 @@ func New(d Deps) *echo.Echo {
 		ErrorHandler: a.errorHandler,
 		Ready:        d.Ready,
 		BodyLimit:    bodyLimit,
+		HTTP:         d.HTTP,
 	})
 	// Every route is served with and without a trailing slash.
 	e.Pre(middleware.RemoveTrailingSlash())

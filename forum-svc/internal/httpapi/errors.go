@@ -48,6 +48,9 @@ const (
 	CodeUnsupportedMediaType  = "unsupported_media_type"
 	// An author's edit past the forum's editOwnMessageTimeLimit.
 	CodeEditTimeLimitExpired = "message_edit_time_limit_expired"
+	// Client mistakes on the wire (shared/server.ClientError).
+	CodeMalformedBody  = "malformed_body"
+	CodeRequestTimeout = "request_timeout"
 )
 
 // ErrorBody is the body of every error response.
@@ -109,6 +112,8 @@ var (
 	specMessageTooLong   = errorSpec{http.StatusBadRequest, CodeMessageTooLong, "The message is too long."}
 	specInvalidInput     = errorSpec{http.StatusBadRequest, CodeInvalidInput, "A field has a malformed value."}
 	specEditTimeLimit    = errorSpec{http.StatusForbidden, CodeEditTimeLimitExpired, "The time allowed to edit this message has passed."}
+	specMalformedBody    = errorSpec{http.StatusBadRequest, CodeMalformedBody, "The request body or its framing is malformed, or the body was cut short."}
+	specRequestTimeout   = errorSpec{http.StatusRequestTimeout, CodeRequestTimeout, "The request body did not arrive in time."}
 )
 
 // allCodes lists every code the service answers with (the OpenAPI test checks the document).
@@ -120,7 +125,7 @@ func allCodes() []string {
 	for _, s := range []errorSpec{specMissingScope, specInvalidPage, specPagePastLast, specTooManyRequests,
 		specEndpointNotFound, specMethodNotAllowed, specTooLarge, specURITooLong, specHeadersTooLarge, specServerError,
 		specUnsupportedType, specMissingInput, specInvalidRecipient, specTooManyRecip, specTitleTooLong,
-		specMessageTooLong, specInvalidInput, specEditTimeLimit} {
+		specMessageTooLong, specInvalidInput, specEditTimeLimit, specMalformedBody, specRequestTimeout} {
 		codes = append(codes, s.code)
 	}
 	return codes
@@ -198,6 +203,10 @@ func classify(err error) (spec errorSpec, params map[string]any, ok bool) {
 			return specHeadersTooLarge, params, true
 		case http.StatusUnsupportedMediaType:
 			return specUnsupportedType, params, true
+		case http.StatusBadRequest: // shared/server.ClientError: framing, a cut body
+			return specMalformedBody, params, true
+		case http.StatusRequestTimeout:
+			return specRequestTimeout, params, true
 		}
 	}
 	return specServerError, params, false

@@ -198,7 +198,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
 		// Shared by the replicas; the in-process buckets serve while Redis fails.
 		limiter = ratelimit.NewRedis(rc, RateLimitKeyPrefix, rl, log)
 	}
-	s.Handler = Handler(log, c, gdb, HandlerOptions{Now: time.Now, Limiter: limiter, CDN: cfg.CDN})
+	s.Handler = Handler(log, c, gdb, HandlerOptions{Now: time.Now, Limiter: limiter, CDN: cfg.CDN, HTTP: cfg.HTTP})
 	s.registerChatMetrics(gdb, reads, log)
 	return s, nil
 }
@@ -211,6 +211,8 @@ type HandlerOptions struct {
 	Limiter httpapi.Limiter
 	// CDN is the origin of the icons and banners the dashboard shows (CDN_BASE_URL).
 	CDN string
+	// HTTP is the server's configuration (read timeout, trusted proxies).
+	HTTP config.HTTP
 }
 
 // Handler is the service's HTTP handler: shared/server's middleware and probes (/readyz pings
@@ -219,6 +221,7 @@ type HandlerOptions struct {
 // clock, so that they answer every route as production does.
 func Handler(log *slog.Logger, source httpapi.Reports, database *gorm.DB, opts HandlerOptions) *echo.Echo {
 	e := server.New(server.Options{
+		HTTP:         opts.HTTP,
 		Name:         "stats-svc",
 		Logger:       log,
 		ErrorHandler: httpapi.ErrorHandler,
