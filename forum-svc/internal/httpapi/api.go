@@ -65,24 +65,28 @@ func (a *api) routes() []route {
 		{http.MethodGet, "/api/conversations", auth.ScopeConversationRead, false, a.listConversations},
 		{http.MethodPost, "/api/conversations", auth.ScopeConversationWrite, false, creating(a.startConversation)},
 		{http.MethodGet, "/api/conversations/:id", auth.ScopeConversationRead, true, getOne("conversation", a.conv.Conversation)},
-		{http.MethodPost, "/api/conversations/:id", auth.ScopeConversationWrite, true, onObject(false, a.updateConversation)},
-		{http.MethodDelete, "/api/conversations/:id", auth.ScopeConversationWrite, true, onObject(true, a.leaveConversation)},
+		{http.MethodPost, "/api/conversations/:id", auth.ScopeConversationWrite, true, onObject(a.updateConversation)},
+		{http.MethodDelete, "/api/conversations/:id", auth.ScopeConversationWrite, true, onObject(a.leaveConversation)},
 		{http.MethodGet, "/api/conversations/:id/messages", auth.ScopeConversationRead, true, a.listMessages},
 		{http.MethodPost, "/api/conversations/:id/mark-read", auth.ScopeConversationWrite, true, a.markRead},
 		{http.MethodPost, "/api/conversations/:id/mark-unread", auth.ScopeConversationWrite, true, a.markUnread},
-		{http.MethodPost, "/api/conversations/:id/invite", auth.ScopeConversationWrite, true, onObject(false, a.invite)},
-		{http.MethodPost, "/api/conversations/:id/star", auth.ScopeConversationWrite, true, onObject(false, a.star)},
+		{http.MethodPost, "/api/conversations/:id/invite", auth.ScopeConversationWrite, true, onObject(a.invite)},
+		{http.MethodPost, "/api/conversations/:id/star", auth.ScopeConversationWrite, true, onObject(a.star)},
 		{http.MethodPost, "/api/conversation-messages", auth.ScopeConversationWrite, false, creating(a.reply)},
 		{http.MethodGet, "/api/conversation-messages/:id", auth.ScopeConversationRead, true, getOne("message", a.conv.Message)},
-		{http.MethodPost, "/api/conversation-messages/:id", auth.ScopeConversationWrite, true, onObject(false, a.editMessage)},
+		{http.MethodPost, "/api/conversation-messages/:id", auth.ScopeConversationWrite, true, onObject(a.editMessage)},
 		{http.MethodGet, "/api/me", registeredUser, false, a.me},
 		{http.MethodGet, "/api/openapi.json", "", false, serveOpenAPI},
 	}
 }
 
-// Request bodies are forms; anything larger is refused with 413. The longest message the options
-// allow (store's messageMaxLength, 65,536 code points of 4 bytes, each byte percent-encoded) fits.
-const bodyLimit = "1M"
+// BodyLimit is the largest request body, 1 MiB (1,048,576 bytes): one byte more is refused with
+// 413. The longest message the options allow (conversation.MaxMessageLength code points of 4
+// bytes, each byte percent-encoded: 786,432 bytes) fits with room for the other fields.
+const BodyLimit = 1 << 20
+
+// bodyLimit is BodyLimit as Echo's middleware reads it ("MiB": binary, where "M" is 1,000,000).
+const bodyLimit = "1MiB"
 
 // registeredUser is the "scope" of a route that needs a registered user but no particular scope.
 const registeredUser = "(registered user)"
@@ -97,6 +101,7 @@ func New(d Deps) *echo.Echo {
 		Ready:        d.Ready,
 		BodyLimit:    bodyLimit,
 	})
+	e.Pre(protect)
 	// Every route is served with and without a trailing slash.
 	e.Pre(middleware.RemoveTrailingSlash())
 	for _, r := range a.routes() {
@@ -117,6 +122,19 @@ func New(d Deps) *echo.Echo {
 		a.allow[r.path] = strings.TrimPrefix(a.allow[r.path]+", "+strings.Join(methods, ", "), ", ")
 	}
 	return e
+}
+
+// protect sets the headers every answer carries, errors, probes and the document included: the
+// answers are private to the key's user, so no cache (a browser's, a proxy's) may keep one
+// (Cache-Control: no-store), and a browser may never read one as anything but its declared type
+// (X-Content-Type-Options: nosniff). They are set before anything else runs, so no answer lacks them.
+func protect(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set(echo.HeaderCacheControl, "no-store")
+		h.Set(echo.HeaderXContentTypeOptions, "nosniff")
+		return next(c)
+	}
 }
 
 // allowed is the Allow header of a route path (the shared probes are GET and HEAD).
@@ -226,7 +244,7 @@ func (a *api) markRead(c echo.Context) error {
 
 func (a *api) markUnread(c echo.Context) error {
 	userID, id := ids(c)
-	if _, err := readForm(c.Request(), false); err != nil {
+	if _, err := readForm(c.Request()); err != nil {
 		return err
 	}
 	if err := a.conv.MarkUnread(c.Request().Context(), userID, id); err != nil {

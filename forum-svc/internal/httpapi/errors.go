@@ -46,6 +46,7 @@ const (
 	CodeIdempotencyKeyReused  = "idempotency_key_reused"
 	CodeRequestInProgress     = "request_in_progress"
 	CodeUnsupportedMediaType  = "unsupported_media_type"
+	CodeTooManyFields         = "too_many_fields"
 )
 
 // ErrorBody is the body of every error response.
@@ -106,6 +107,7 @@ var (
 	specTitleTooLong     = errorSpec{http.StatusBadRequest, CodeTitleTooLong, "The title is too long."}
 	specMessageTooLong   = errorSpec{http.StatusBadRequest, CodeMessageTooLong, "The message is too long."}
 	specInvalidInput     = errorSpec{http.StatusBadRequest, CodeInvalidInput, "A field has a malformed value."}
+	specTooManyFields    = errorSpec{http.StatusBadRequest, CodeTooManyFields, "The request has too many form fields."}
 )
 
 // allCodes lists every code the service answers with (the OpenAPI test checks the document).
@@ -117,7 +119,7 @@ func allCodes() []string {
 	for _, s := range []errorSpec{specMissingScope, specInvalidPage, specPagePastLast, specTooManyRequests,
 		specEndpointNotFound, specMethodNotAllowed, specTooLarge, specURITooLong, specHeadersTooLarge, specServerError,
 		specUnsupportedType, specMissingInput, specInvalidRecipient, specTooManyRecip, specTitleTooLong,
-		specMessageTooLong, specInvalidInput} {
+		specMessageTooLong, specInvalidInput, specTooManyFields} {
 		codes = append(codes, s.code)
 	}
 	return codes
@@ -146,6 +148,7 @@ func classify(err error) (spec errorSpec, params map[string]any, ok bool) {
 		tooMany  *conversation.TooManyRecipientsError
 		tooLong  *conversation.TooLongError
 		badInput *conversation.InvalidInputError
+		tooMuch  *TooManyFieldsError
 	)
 	switch {
 	case errors.As(err, &missing):
@@ -163,6 +166,9 @@ func classify(err error) (spec errorSpec, params map[string]any, ok bool) {
 			return specTitleTooLong, params, true
 		}
 		return specMessageTooLong, params, true
+	case errors.As(err, &tooMuch):
+		params["max"] = tooMuch.Max
+		return specTooManyFields, params, true
 	case errors.As(err, &badInput):
 		params["field"] = badInput.Field
 		return specInvalidInput, params, true
