@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -38,16 +39,22 @@ type Limiter interface {
 type Deps struct {
 	Conversations *conversation.Service
 	Auth          *auth.Authenticator
-	Limiter       Limiter
-	Logger        *slog.Logger
-	Ready         []server.Check
+	// Limiter holds the API keys' request buckets (named by the key's hash).
+	Limiter Limiter
+	// AuthFailures holds the client addresses' buckets of failed authentications (named by the
+	// address).
+	AuthFailures Limiter
+	Logger       *slog.Logger
+	Ready        []server.Check
+	Now          func() time.Time // the clock (time.Now when nil)
 }
 
 type api struct {
-	conv    *conversation.Service
-	auth    *auth.Authenticator
-	limiter Limiter
-	allow   map[string]string // route path -> Allow header
+	conv     *conversation.Service
+	auth     *auth.Authenticator
+	limiter  Limiter
+	failures *failedAuth
+	allow    map[string]string // route path -> Allow header
 }
 
 // route is one endpoint. GET routes answer HEAD too. Routes with an {id} check it before anything
@@ -93,7 +100,8 @@ const registeredUser = "(registered user)"
 
 // New returns the HTTP handler of forum-svc.
 func New(d Deps) *echo.Echo {
-	a := &api{conv: d.Conversations, auth: d.Auth, limiter: d.Limiter, allow: map[string]string{}}
+	a := &api{conv: d.Conversations, auth: d.Auth, limiter: d.Limiter,
+		failures: newFailedAuth(d.AuthFailures, d.Now), allow: map[string]string{}}
 	e := server.New(server.Options{
 		Name:         "forum-svc",
 		Logger:       d.Logger,
@@ -168,15 +176,20 @@ func parseID(next echo.HandlerFunc) echo.HandlerFunc {
 
 // authenticate runs the checks of contract section 3 in order: the key (present, known, usable),
 // its rate limit, the acting user, the scope and the registered-user rule. The object comes last,
-// in the handler.
+// in the handler. Before all of them, a client address that has used its failed authentications
+// is refused (429), and each failure of the key or the acting user counts against its address.
 func (a *api) authenticate(scope string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			ctx := c.Request().Context()
 			h := c.Request().Header
+			addr := c.RealIP()
+			if refusal, refused := a.failures.refused(addr); refused {
+				return refusal
+			}
 			key, err := a.auth.Key(ctx, h.Values(auth.HeaderAPIKey))
 			if err != nil {
-				return err
+				return a.failures.failed(ctx, addr, err)
 			}
 			if d := a.limiter.Allow(ctx, key.Hash); !d.Allowed {
 				return &rateLimitedError{retryAfter: d.RetryAfterSeconds()}
@@ -187,7 +200,7 @@ func (a *api) authenticate(scope string) echo.MiddlewareFunc {
 			}
 			userID, err := a.auth.Principal(ctx, key, h.Values(auth.HeaderAPIUser), need)
 			if err != nil {
-				return err
+				return a.failures.failed(ctx, addr, err)
 			}
 			c.Set(ctxUser, userID)
 			c.Set(ctxKey, key.Hash)

@@ -94,6 +94,8 @@ var (
 	specInvalidPage      = errorSpec{http.StatusBadRequest, CodeInvalidPage, "page must be a positive integer."}
 	specPagePastLast     = errorSpec{http.StatusBadRequest, CodeInvalidPage, "page is past the last page."}
 	specTooManyRequests  = errorSpec{http.StatusTooManyRequests, CodeTooManyRequests, "Too many requests for this API key; retry later."}
+	specTooManyFailures  = errorSpec{http.StatusTooManyRequests, CodeTooManyRequests, "Too many failed authentications from this address; retry later."}
+	specLookupsBusy      = errorSpec{http.StatusTooManyRequests, CodeTooManyRequests, "Too many new API keys to check at the moment; retry later."}
 	specEndpointNotFound = errorSpec{http.StatusNotFound, CodeEndpointNotFound, "The requested endpoint could not be found."}
 	specMethodNotAllowed = errorSpec{http.StatusMethodNotAllowed, CodeMethodNotAllowed, "This endpoint does not accept this method."}
 	specTooLarge         = errorSpec{http.StatusRequestEntityTooLarge, CodeRequestEntityTooLarge, "The request body is too large."}
@@ -125,8 +127,12 @@ func allCodes() []string {
 	return codes
 }
 
-// rateLimitedError is a request refused by the key's rate limit.
-type rateLimitedError struct{ retryAfter int64 }
+// rateLimitedError is a request refused by the key's rate limit, or (byAddress) by its address's
+// limit of failed authentications.
+type rateLimitedError struct {
+	retryAfter int64
+	byAddress  bool
+}
 
 func (e *rateLimitedError) Error() string { return "rate limit exceeded" }
 
@@ -149,6 +155,7 @@ func classify(err error) (spec errorSpec, params map[string]any, ok bool) {
 		tooLong  *conversation.TooLongError
 		badInput *conversation.InvalidInputError
 		tooMuch  *TooManyFieldsError
+		busy     *auth.BusyError
 	)
 	switch {
 	case errors.As(err, &missing):
@@ -182,7 +189,12 @@ func classify(err error) (spec errorSpec, params map[string]any, ok bool) {
 		}
 		return specInvalidPage, params, true
 	case errors.As(err, &rateErr):
+		if rateErr.byAddress {
+			return specTooManyFailures, params, true
+		}
 		return specTooManyRequests, params, true
+	case errors.As(err, &busy):
+		return specLookupsBusy, params, true
 	case errors.As(err, &httpErr):
 		switch httpErr.Code {
 		case http.StatusNotFound:
@@ -213,9 +225,15 @@ func (a *api) errorHandler(err error, c echo.Context) {
 		server.Logger(c).Error("request failed", "err", err)
 	}
 	h := c.Response().Header()
-	var rateErr *rateLimitedError
-	if errors.As(err, &rateErr) {
+	var (
+		rateErr *rateLimitedError
+		busy    *auth.BusyError
+	)
+	switch {
+	case errors.As(err, &rateErr):
 		h.Set("Retry-After", strconv.FormatInt(rateErr.retryAfter, 10))
+	case errors.As(err, &busy):
+		h.Set("Retry-After", strconv.FormatInt(busy.RetryAfterSeconds(), 10))
 	}
 	if spec.code == CodeMethodNotAllowed {
 		h.Set(echo.HeaderAllow, a.allowed(c.Path()))
