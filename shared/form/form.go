@@ -18,11 +18,18 @@ func Parse(raw string) url.Values {
 		if pair == "" {
 			continue
 		}
-		key, value, _ := strings.Cut(pair, "=")
-		key = unescape(key)
-		v[key] = append(v[key], unescape(value))
+		key, value := Pair(pair)
+		v[key] = append(v[key], value)
 	}
 	return v
+}
+
+// Pair decodes one non-empty "key=value" pair (the text between two "&") as Parse does: a key or
+// value with a broken escape is kept undecoded. Readers that split a form themselves (a body read
+// as a stream) decode each pair with it, so that both read the same fields.
+func Pair(pair string) (key, value string) {
+	key, value, _ = strings.Cut(pair, "=")
+	return unescape(key), unescape(value)
 }
 
 func unescape(s string) string {

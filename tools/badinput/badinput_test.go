@@ -37,7 +37,7 @@ var documented = map[Envelope]map[string]int{
 		// forum-svc's answers to a body over its limit and to one of another type (issue 11).
 		"request_entity_too_large": 413, "unsupported_media_type": 415,
 		// The conversations API's table (issue 11).
-		"required_input_missing": 400, "invalid_recipients": 400, "too_many_recipients": 400,
+		"required_input_missing": 400, "invalid_recipients": 400, "too_many_recipients": 400, "too_many_fields": 400,
 		"title_too_long": 400, "message_too_long": 400, "invalid_input": 400, "no_permission": 403,
 		"conversation_closed": 403, "invalid_idempotency_key": 400},
 }

@@ -33,6 +33,13 @@ func tooManyRecipients(max int) Outcome {
 	return Outcome{Status: 400, Code: "too_many_recipients", Params: map[string]any{"max": max}}
 }
 
+// forumMaxFields is forum-svc's bound on the form fields of a write (body and query string
+// together): the largest valid start, 1,000 recipients, the current user and four more fields.
+const forumMaxFields = 1005
+
+// tooManyFields is the answer to a write with more fields than forumMaxFields.
+var tooManyFields = Outcome{Status: 400, Code: "too_many_fields", Params: map[string]any{"max": forumMaxFields}}
+
 func tooLong(field string, max int) Outcome {
 	return Outcome{Status: 400, Code: field + "_too_long", Params: map[string]any{"max": max}}
 }
@@ -264,7 +271,18 @@ func conversationCases(r *rand.Rand, d ForumData, values []value) []Case {
 		post("start/blank-message", http.MethodPost, startPath(), start.with("message", text("message", blank)), nil, missingInput("message"))
 	}
 	post("start/only-self", http.MethodPost, startPath(), start.with("recipient_ids[]", rcpt("1")), nil, missingRecipients...)
-	post("start/only-self-10000", http.MethodPost, startPath(), start.with("recipient_ids[]", repeat(rcpt("1"), 10000)...), nil, missingRecipients...)
+	// 10,000 recipient fields are more than any write may have: refused while the body is read.
+	post("start/only-self-10000", http.MethodPost, startPath(), start.with("recipient_ids[]", repeat(rcpt("1"), 10000)...), nil, tooManyFields)
+	// More recipient values than maxRecipients and the current user, all one id: refused before
+	// any is read.
+	post("start/one-recipient-repeated", http.MethodPost, startPath(), start.with("recipient_ids[]", repeat(rcpt("2"), maxRcpt+2)...), nil, tooManyRecipients(maxRcpt))
+	// Field bombs: a body of 110,000 tiny fields, urlencoded or multipart (one part more than the
+	// bound), and a query string of one field more than the bound on a write.
+	bomb := strings.TrimSuffix(strings.Repeat("f=abcdef&", 110_000), "&")
+	cs = append(cs, Case{Name: "fields/urlencoded-bomb", Method: http.MethodPost, Target: slash(convPath(d.Own, "/mark-unread")),
+		Header: append(append([][2]string{}, user...), formType), Body: []byte(bomb), Want: []Outcome{tooManyFields}})
+	postMultipart("fields/multipart-bomb", slash(convPath(d.Own, "/mark-unread")), repeat(text("f", "v"), forumMaxFields+1), tooManyFields)
+	post("fields/query-bomb", http.MethodPost, slash(convPath(d.Own, "/mark-unread"))+"?"+strings.TrimSuffix(strings.Repeat("q&", forumMaxFields+1), "&"), form{}, nil, tooManyFields)
 	post("start/unknown-users", http.MethodPost, startPath(), start.with("recipient_ids[]", rcpts("51", "60")...), nil, invalidRecipients("51", "60"))
 	post("start/unknown-and-known", http.MethodPost, startPath(), start.with("recipient_ids[]", rcpts("2", id(int64(d.Users)+1))...), nil, invalidRecipients(id(int64(d.Users)+1)))
 	post("start/malformed-and-known", http.MethodPost, startPath(), start.with("recipient_ids[]", rcpts("2", "-2", "3")...), nil, invalidRecipients("-2"))
@@ -286,11 +304,11 @@ func conversationCases(r *rand.Rand, d ForumData, values []value) []Case {
 		return out
 	}
 	post("start/recipients-max+1", http.MethodPost, startPath(), start.with("recipient_ids[]", many(maxRcpt+1, 2, maxRcpt+1)...), nil, tooManyRecipients(maxRcpt))
-	post("start/recipients-10000-cycling", http.MethodPost, startPath(), start.with("recipient_ids[]", many(10000, 2, d.Users-1)...), nil, tooManyRecipients(maxRcpt))
-	postMultipart("start/multipart-recipients-10000-cycling", startPath(), start.with("recipient_ids[]", many(10000, 2, d.Users-1)...), tooManyRecipients(maxRcpt))
-	post("start/recipients-10000-unknown", http.MethodPost, startPath(), start.with("recipient_ids[]", many(10000, d.Users+1, 10000)...), nil, tooManyRecipients(maxRcpt), anyInvalidRecipients)
-	post("start/recipients-10000-malformed", http.MethodPost, startPath(), start.with("recipient_ids[]", repeat(rcpt("x"), 10000)...), nil, anyInvalidRecipients)
-	post("start/recipients-10000-huge", http.MethodPost, startPath(), start.with("recipient_ids[]", repeat(rcpt(strings.Repeat("9", 25)), 10000)...), nil, anyInvalidRecipients)
+	post("start/recipients-10000-cycling", http.MethodPost, startPath(), start.with("recipient_ids[]", many(10000, 2, d.Users-1)...), nil, tooManyFields)
+	postMultipart("start/multipart-recipients-10000-cycling", startPath(), start.with("recipient_ids[]", many(10000, 2, d.Users-1)...), tooManyFields)
+	post("start/recipients-10000-unknown", http.MethodPost, startPath(), start.with("recipient_ids[]", many(10000, d.Users+1, 10000)...), nil, tooManyFields)
+	post("start/recipients-10000-malformed", http.MethodPost, startPath(), start.with("recipient_ids[]", repeat(rcpt("x"), 10000)...), nil, tooManyFields)
+	post("start/recipients-10000-huge", http.MethodPost, startPath(), start.with("recipient_ids[]", repeat(rcpt(strings.Repeat("9", 25)), 10000)...), nil, tooManyFields)
 	for _, name := range []string{"conversation_open", "open_invite"} {
 		for _, b := range badBooleans {
 			post("start/"+name, http.MethodPost, startPath(), start.with(name, text(name, b)), nil, invalidInput(name))
@@ -431,7 +449,8 @@ func conversationCases(r *rand.Rand, d ForumData, values []value) []Case {
 	cs = append(cs,
 		Case{Name: "leave/ignore-query-bad-escape", Method: http.MethodDelete, Target: leave + "?ignore=%zz", Header: user, Want: []Outcome{invalidInput("ignore")}},
 		Case{Name: "leave/ignore-query-repeated", Method: http.MethodDelete, Target: leave + "?ignore=1&ignore=0", Header: user, Want: []Outcome{invalidInput("ignore")}})
-	post("leave/ignore-body-and-query", http.MethodDelete, leave+"?ignore=0", form{text("ignore", "1")}, nil, invalidInput("ignore"))
+	// The body's field is the one read: a bad body value with a good query value is refused.
+	post("leave/ignore-body-over-query", http.MethodDelete, leave+"?ignore=1", form{text("ignore", "maybe")}, nil, invalidInput("ignore"))
 	for _, c := range []int64{d.Foreign, d.Left, d.Missing} {
 		cs = append(cs, Case{Name: "leave/not-visible", Method: http.MethodDelete, Target: slash(convPath(c, "")) + "?ignore=1", Header: user, Want: []Outcome{forumConvNotFound}})
 	}
@@ -442,8 +461,8 @@ func conversationCases(r *rand.Rand, d ForumData, values []value) []Case {
 	post("invite/only-self", http.MethodPost, inv, form{rcpt("1")}, nil, missingRecipients...)
 	post("invite/unknown-user", http.MethodPost, inv, form{rcpt(id(int64(d.Users) + 1))}, nil, invalidRecipients(id(int64(d.Users)+1)))
 	post("invite/recipients-max+1", http.MethodPost, inv, many(maxRcpt+1, 26, maxRcpt+1), nil, tooManyRecipients(maxRcpt))
-	post("invite/recipients-10000-cycling", http.MethodPost, inv, many(10000, 2, d.Users-1), nil, tooManyRecipients(maxRcpt))
-	post("invite/recipients-10000-malformed", http.MethodPost, inv, repeat(rcpt("-1"), 10000), nil, anyInvalidRecipients)
+	post("invite/recipients-10000-cycling", http.MethodPost, inv, many(10000, 2, d.Users-1), nil, tooManyFields)
+	post("invite/recipients-10000-malformed", http.MethodPost, inv, repeat(rcpt("-1"), 10000), nil, tooManyFields)
 	// Full has maxRecipients recipients: one more is too many "in the conversation".
 	post("invite/conversation-full", http.MethodPost, slash(convPath(d.Full, "/invite")), form{rcpt(id(int64(maxRcpt) + 2))}, nil, tooManyRecipients(maxRcpt))
 	post("invite/conversation-full-plus-known", http.MethodPost, slash(convPath(d.Full, "/invite")), form{rcpt("2"), rcpt(id(int64(maxRcpt) + 3))}, nil, tooManyRecipients(maxRcpt))
@@ -459,6 +478,10 @@ func conversationCases(r *rand.Rand, d ForumData, values []value) []Case {
 		post("star/star", http.MethodPost, star, form{text("star", b)}, nil, invalidInput("star"))
 	}
 	post("star/repeated", http.MethodPost, star, form{text("star", "1"), text("star", "0")}, nil, invalidInput("star"))
+	// A write reads its fields from the query string too.
+	for _, b := range badBooleans {
+		post("star/query-star", http.MethodPost, star+"?star="+escapeAll(b), form{}, nil, invalidInput("star"))
+	}
 	for _, c := range []int64{d.Foreign, d.Left, d.Missing} {
 		post("star/not-visible", http.MethodPost, slash(convPath(c, "/star")), form{text("star", "1")}, nil, forumConvNotFound)
 	}

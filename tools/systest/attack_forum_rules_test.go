@@ -74,19 +74,6 @@ func TestAttackForumRulesClosedEdit(t *testing.T) {
 	})
 }
 
-// errorCode is the code of the first error of a forum error envelope.
-func errorCode(body string) string {
-	var e struct {
-		Errors []struct {
-			Code string `json:"code"`
-		} `json:"errors"`
-	}
-	if json.Unmarshal([]byte(body), &e) != nil || len(e.Errors) == 0 {
-		return ""
-	}
-	return e.Errors[0].Code
-}
-
 // Titles and messages built to spoof what other users see, on every write that takes one.
 func TestAttackForumRulesControlCharacters(t *testing.T) {
 	titles := map[string]string{

@@ -144,9 +144,11 @@ func forumEnv(t testing.TB, pg *stack.Postgres, fx stack.ForumFixture, extra ...
 	return forumURLEnv(url, extra...)
 }
 
-// forumURLEnv is the environment of a forum-svc on the database at url, rate limit lifted.
+// forumURLEnv is the environment of a forum-svc on the database at url, the rate limit and the
+// limits of failed authentication lifted (the attack tests set their own).
 func forumURLEnv(url string, extra ...string) []string {
-	return append([]string{"DATABASE_URL=" + url, "RATE_LIMIT_PER_MINUTE=100000000", "RATE_LIMIT_BURST=1000000"}, extra...)
+	return append([]string{"DATABASE_URL=" + url, "RATE_LIMIT_PER_MINUTE=100000000", "RATE_LIMIT_BURST=1000000",
+		"AUTH_FAILURES_PER_MINUTE=100000000", "AUTH_FAILURES_BURST=1000000", "AUTH_KEY_LOOKUPS_PER_SECOND=1000000"}, extra...)
 }
 
 // statsFixture is the report data of the stats tests: 10 servers, 40 days.

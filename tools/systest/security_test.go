@@ -468,6 +468,12 @@ func TestSecurityLogsHoldNoSecrets(t *testing.T) {
 }
 
 // errCode returns the code and params of a forum error body ("" when it is none).
+// errorCode is the first error code of an answer in forum-svc's envelope ("" if none).
+func errorCode(body string) string {
+	code, _ := errCode(body)
+	return code
+}
+
 func errCode(body string) (string, map[string]any) {
 	var e struct {
 		Errors []struct {

@@ -33,12 +33,26 @@ const (
 	DefaultDatabaseURL = "sqlite:./data/forum.db"
 	// RateLimitKeyPrefix starts the Redis keys of the API keys' request buckets.
 	RateLimitKeyPrefix = "forum:ratelimit:"
+	// AuthFailuresKeyPrefix starts the Redis keys of the client addresses' buckets of failed
+	// authentications.
+	AuthFailuresKeyPrefix = "forum:authfail:"
+	// DefaultAuthFailuresPerMinute and DefaultAuthFailuresBurst shape an address's bucket of
+	// failed authentications: a client that mistypes or rotates a key has ten tries at once and one
+	// every two seconds after, a key guesser gets 30 a minute.
+	DefaultAuthFailuresPerMinute = 30
+	DefaultAuthFailuresBurst     = 10
 )
 
 // Config is forum-svc's configuration.
 type Config struct {
 	config.Common
 	RateLimit ratelimit.Config
+	// AuthFailures is the bucket of failed authentications per client address
+	// (AUTH_FAILURES_PER_MINUTE, AUTH_FAILURES_BURST).
+	AuthFailures ratelimit.Config
+	// KeyLookupsPerSecond is the process's budget of lookups of keys it has not cached
+	// (AUTH_KEY_LOOKUPS_PER_SECOND).
+	KeyLookupsPerSecond int
 	// DatabaseReadURL is a read replica of DatabaseURL (DATABASE_READ_URL; "" = none).
 	DatabaseReadURL string
 	// PrimaryAfterWrite is how long a user's reads stay on the primary after that user wrote
@@ -53,8 +67,9 @@ type Config struct {
 const DefaultRetrySweepInterval = 10 * time.Minute
 
 // LoadConfig reads the environment: the common variables, RATE_LIMIT_PER_MINUTE (default 600),
-// RATE_LIMIT_BURST (default a tenth of the minute's allowance, at least 1), DATABASE_READ_URL,
-// READ_PRIMARY_AFTER_WRITE and IDEMPOTENCY_SWEEP_INTERVAL.
+// RATE_LIMIT_BURST (default a tenth of the minute's allowance, at least 1), AUTH_FAILURES_PER_MINUTE
+// (default 30), AUTH_FAILURES_BURST (default 10), AUTH_KEY_LOOKUPS_PER_SECOND (default 100),
+// DATABASE_READ_URL, READ_PRIMARY_AFTER_WRITE and IDEMPOTENCY_SWEEP_INTERVAL.
 func LoadConfig() (Config, error) {
 	common, err := config.LoadCommon(DefaultAddr, DefaultDatabaseURL)
 	if err != nil {
@@ -72,6 +87,25 @@ func LoadConfig() (Config, error) {
 	if err := rl.Validate(); err != nil {
 		return Config{}, fmt.Errorf("RATE_LIMIT_PER_MINUTE, RATE_LIMIT_BURST: %w", err)
 	}
+	failPerMinute, err := config.Int("AUTH_FAILURES_PER_MINUTE", DefaultAuthFailuresPerMinute)
+	if err != nil {
+		return Config{}, err
+	}
+	failBurst, err := config.Int("AUTH_FAILURES_BURST", DefaultAuthFailuresBurst)
+	if err != nil {
+		return Config{}, err
+	}
+	failures := ratelimit.Config{PerMinute: failPerMinute, Burst: failBurst}
+	if err := failures.Validate(); err != nil {
+		return Config{}, fmt.Errorf("AUTH_FAILURES_PER_MINUTE, AUTH_FAILURES_BURST: %w", err)
+	}
+	lookups, err := config.Int("AUTH_KEY_LOOKUPS_PER_SECOND", auth.DefaultKeyLookupsPerSecond)
+	if err != nil {
+		return Config{}, err
+	}
+	if lookups < 1 {
+		return Config{}, fmt.Errorf("AUTH_KEY_LOOKUPS_PER_SECOND must be at least 1, not %d", lookups)
+	}
 	pin, err := config.Duration("READ_PRIMARY_AFTER_WRITE", db.DefaultPinAfterWrite)
 	if err != nil {
 		return Config{}, err
@@ -87,7 +121,8 @@ func LoadConfig() (Config, error) {
 	if sweep != 0 && (sweep < time.Second || sweep > 24*time.Hour) {
 		return Config{}, fmt.Errorf("IDEMPOTENCY_SWEEP_INTERVAL must be 0 (off) or from 1s to 24h, not %v", sweep)
 	}
-	return Config{Common: common, RateLimit: rl, DatabaseReadURL: config.String("DATABASE_READ_URL", ""),
+	return Config{Common: common, RateLimit: rl, AuthFailures: failures, KeyLookupsPerSecond: lookups,
+		DatabaseReadURL:   config.String("DATABASE_READ_URL", ""),
 		PrimaryAfterWrite: pin, RetrySweepInterval: sweep}, nil
 }
 
@@ -108,8 +143,11 @@ type Service struct {
 
 // Options tune NewService beyond the configuration (tests use them).
 type Options struct {
+	// Auth tunes the authenticator (its KeyLookupsPerSecond is AUTH_KEY_LOOKUPS_PER_SECOND).
 	Auth auth.Options
-	Now  func() time.Time
+	// AuthFailures is the bucket of failed authentications per client address; zero: the defaults.
+	AuthFailures ratelimit.Config
+	Now          func() time.Time
 	// Reads routes reads to a replica (nil or without one: all on gdb).
 	Reads *db.Reads
 	// HTTP is the server's configuration (config.Common.HTTP).
@@ -134,19 +172,26 @@ func NewService(gdb *gorm.DB, rc *redis.Client, rl ratelimit.Config, log *slog.L
 	if opts.Auth.Now == nil {
 		opts.Auth.Now = opts.Now
 	}
+	if opts.AuthFailures == (ratelimit.Config{}) {
+		opts.AuthFailures = ratelimit.Config{PerMinute: DefaultAuthFailuresPerMinute, Burst: DefaultAuthFailuresBurst}
+	}
 	var limiter httpapi.Limiter = ratelimit.NewLocal(rl, opts.Now)
+	var failures httpapi.Limiter = ratelimit.NewLocal(opts.AuthFailures, opts.Now)
 	ready := []server.Check{{Name: "database", Fn: db.Ping(gdb)}}
 	if rc != nil {
 		limiter = ratelimit.NewRedis(rc, RateLimitKeyPrefix, rl, log)
-		// Redis is optional for correctness (the limiter falls back), so it is not a readiness check.
+		failures = ratelimit.NewRedis(rc, AuthFailuresKeyPrefix, opts.AuthFailures, log)
+		// Redis is optional for correctness (the limiters fall back), so it is not a readiness check.
 	}
 	h := httpapi.New(httpapi.Deps{
 		Conversations: conversation.NewService(st, opts.Now),
 		Auth:          auth.New(st, opts.Auth),
 		Limiter:       limiter,
+		AuthFailures:  failures,
 		Logger:        log,
 		Ready:         ready,
 		HTTP:          opts.HTTP,
+		Now:           opts.Now,
 	})
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -170,7 +215,8 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer reads.Close()
 	// The replica is no readiness check: the primary answers while it is down.
-	svc, err := NewService(b.DB, b.Redis, cfg.RateLimit, log, Options{Reads: reads, HTTP: cfg.HTTP})
+	svc, err := NewService(b.DB, b.Redis, cfg.RateLimit, log, Options{Reads: reads, HTTP: cfg.HTTP, AuthFailures: cfg.AuthFailures,
+		Auth: auth.Options{KeyLookupsPerSecond: cfg.KeyLookupsPerSecond}})
 	if err != nil {
 		return fmt.Errorf("build service: %w", err)
 	}

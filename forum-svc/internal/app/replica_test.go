@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/seed"
 	"forumstats.local/forum-svc/migrations"
 	"forumstats.local/shared/db"
@@ -97,6 +98,38 @@ func TestLoadConfigDurations(t *testing.T) {
 		cfg, err := LoadConfig()
 		got := map[string]time.Duration{"READ_PRIMARY_AFTER_WRITE": cfg.PrimaryAfterWrite, "IDEMPOTENCY_SWEEP_INTERVAL": cfg.RetrySweepInterval}[tc.name]
 		if (err == nil) != tc.ok || (tc.ok && (got != tc.want || cfg.DatabaseReadURL != "postgres://replica.example/forum")) {
+			t.Errorf("%s=%q: %+v, %v", tc.name, tc.value, cfg, err)
+		}
+		t.Setenv(tc.name, "")
+	}
+}
+
+// TestLoadConfigAuthFailures: AUTH_FAILURES_PER_MINUTE, AUTH_FAILURES_BURST and
+// AUTH_KEY_LOOKUPS_PER_SECOND, each with the others unset.
+func TestLoadConfigAuthFailures(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	for _, tc := range []struct {
+		name, value string
+		want        int
+		ok          bool
+	}{
+		{"AUTH_FAILURES_PER_MINUTE", "", DefaultAuthFailuresPerMinute, true},
+		{"AUTH_FAILURES_PER_MINUTE", "5", 5, true},
+		{"AUTH_FAILURES_PER_MINUTE", "0", 0, false},
+		{"AUTH_FAILURES_PER_MINUTE", "many", 0, false},
+		{"AUTH_FAILURES_BURST", "", DefaultAuthFailuresBurst, true},
+		{"AUTH_FAILURES_BURST", "3", 3, true},
+		{"AUTH_FAILURES_BURST", "0", 0, false},
+		{"AUTH_KEY_LOOKUPS_PER_SECOND", "", auth.DefaultKeyLookupsPerSecond, true},
+		{"AUTH_KEY_LOOKUPS_PER_SECOND", "20", 20, true},
+		{"AUTH_KEY_LOOKUPS_PER_SECOND", "0", 0, false},
+		{"AUTH_KEY_LOOKUPS_PER_SECOND", "-5", 0, false},
+	} {
+		t.Setenv(tc.name, tc.value)
+		cfg, err := LoadConfig()
+		got := map[string]int{"AUTH_FAILURES_PER_MINUTE": cfg.AuthFailures.PerMinute, "AUTH_FAILURES_BURST": cfg.AuthFailures.Burst,
+			"AUTH_KEY_LOOKUPS_PER_SECOND": cfg.KeyLookupsPerSecond}[tc.name]
+		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
 			t.Errorf("%s=%q: %+v, %v", tc.name, tc.value, cfg, err)
 		}
 		t.Setenv(tc.name, "")

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"forumstats.local/forum-svc/internal/decimal"
+	"forumstats.local/shared/ratelimit"
 )
 
 // Header names.
@@ -134,20 +135,42 @@ type Options struct {
 	CacheTTL time.Duration
 	// NegativeTTL is how long an unknown key (or user) is remembered as unknown.
 	NegativeTTL time.Duration
-	// MaxEntries bounds each cache.
+	// MaxEntries bounds each cache: its found and its unknown entries, each.
 	MaxEntries int
-	Now        func() time.Time
+	// KeyLookupsPerSecond is the process's budget of key lookups, for the keys its cache does not
+	// hold (found or unknown): at most this many a second, and as many at once. Past it, a key
+	// not cached is refused with *BusyError instead of looked up, so a flood of random keys, from
+	// however many addresses, costs the database at most this many queries a second.
+	KeyLookupsPerSecond int
+	Now                 func() time.Time
 }
 
 // DefaultOptions are the production settings.
-var DefaultOptions = Options{CacheTTL: 30 * time.Second, NegativeTTL: 5 * time.Second, MaxEntries: 100_000}
+var DefaultOptions = Options{CacheTTL: 30 * time.Second, NegativeTTL: 5 * time.Second, MaxEntries: 100_000,
+	KeyLookupsPerSecond: DefaultKeyLookupsPerSecond}
+
+// DefaultKeyLookupsPerSecond is the lookup budget's default: far above what the keys of a forum
+// need (each key costs one lookup every CacheTTL per process), far below what the database takes.
+const DefaultKeyLookupsPerSecond = 100
+
+// BusyError is a key that is not cached while the process's lookup budget is spent: it is
+// neither known nor unknown yet, and the client should retry after RetryAfter.
+type BusyError struct{ RetryAfter time.Duration }
+
+func (e *BusyError) Error() string { return "too many API keys to look up at the moment" }
+
+// RetryAfterSeconds is the Retry-After header value: whole seconds, rounded up, at least 1.
+func (e *BusyError) RetryAfterSeconds() int64 {
+	return ratelimit.Decision{RetryAfter: e.RetryAfter}.RetryAfterSeconds()
+}
 
 // Authenticator runs the checks of contract section 3 that concern the caller.
 type Authenticator struct {
-	store Store
-	keys  *ttlCache[string, Key]
-	users *ttlCache[int64, struct{}]
-	now   func() time.Time
+	store   Store
+	keys    *ttlCache[string, Key]
+	users   *ttlCache[int64, struct{}]
+	lookups *ratelimit.Local // the key lookup budget: one process-wide bucket
+	now     func() time.Time
 }
 
 // New returns an Authenticator over store.
@@ -164,23 +187,34 @@ func New(store Store, opts Options) *Authenticator {
 	if opts.MaxEntries <= 0 {
 		opts.MaxEntries = DefaultOptions.MaxEntries
 	}
+	if opts.KeyLookupsPerSecond <= 0 {
+		opts.KeyLookupsPerSecond = DefaultOptions.KeyLookupsPerSecond
+	}
+	budget := ratelimit.Config{PerMinute: opts.KeyLookupsPerSecond * 60, Burst: opts.KeyLookupsPerSecond}
 	return &Authenticator{
-		store: store,
-		keys:  newTTLCache[string, Key](opts.CacheTTL, opts.NegativeTTL, opts.MaxEntries, opts.Now),
-		users: newTTLCache[int64, struct{}](opts.CacheTTL, opts.NegativeTTL, opts.MaxEntries, opts.Now),
-		now:   opts.Now,
+		store:   store,
+		keys:    newTTLCache[string, Key](opts.CacheTTL, opts.NegativeTTL, opts.MaxEntries, opts.Now),
+		users:   newTTLCache[int64, struct{}](opts.CacheTTL, opts.NegativeTTL, opts.MaxEntries, opts.Now),
+		lookups: ratelimit.NewLocal(budget, opts.Now),
+		now:     opts.Now,
 	}
 }
 
 // Key runs the first checks: a key is present (ErrNoAPIKey), known (ErrAPIKeyNotFound), active
-// and not expired (ErrAPIKeyInactive). The rate limit of the key comes next, then Principal.
+// and not expired (ErrAPIKeyInactive). A key the cache does not hold is looked up only within
+// the lookup budget, else *BusyError. The rate limit of the key comes next, then Principal.
 func (a *Authenticator) Key(ctx context.Context, keyHeader []string) (Key, error) {
 	plain, err := ParseAPIKey(keyHeader)
 	if err != nil {
 		return Key{}, err
 	}
 	hash := Hash(plain)
-	k, found, err := a.keys.get(hash, func() (Key, bool, error) { return a.store.LookupKey(ctx, hash) })
+	k, found, err := a.keys.get(hash, func() (Key, bool, error) {
+		if d := a.lookups.Allow(ctx, ""); !d.Allowed {
+			return Key{}, false, &BusyError{RetryAfter: d.RetryAfter}
+		}
+		return a.store.LookupKey(ctx, hash)
+	})
 	if err != nil {
 		return Key{}, fmt.Errorf("look up API key: %w", err)
 	}

@@ -232,8 +232,80 @@ func TestCacheBounded(t *testing.T) {
 	for i := range 1000 {
 		_, _, _ = c.get(i, func() (int, bool, error) { return i, true, nil })
 	}
-	if n := len(c.entries); n > 10 {
+	if n := len(c.found); n > 10 {
 		t.Fatalf("cache holds %d entries; bound is 10", n)
+	}
+}
+
+// A flood of unknown keys churns only the unknown side of the cache: the known keys stay cached
+// and cost no lookup, and the unknown side stays within its bound.
+func TestUnknownKeysNeverEvictKnownOnes(t *testing.T) {
+	_, st, clk := setup()
+	a := New(st, Options{MaxEntries: 1000, KeyLookupsPerSecond: 100_000, Now: clk.Now})
+	ctx := context.Background()
+	known := []string{userKey, superKey, guestKey, readOnly}
+	for _, k := range known {
+		if _, err := a.Key(ctx, hdr(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5000 {
+		if _, err := a.Key(ctx, hdr(fmt.Sprintf("flood-%d-0123456789abcdef0123456789", i))); !errors.Is(err, ErrAPIKeyNotFound) {
+			t.Fatalf("unknown key %d: %v", i, err)
+		}
+	}
+	before := st.keyCalls.Load()
+	for _, k := range known {
+		if _, err := a.Key(ctx, hdr(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := st.keyCalls.Load() - before; n != 0 {
+		t.Fatalf("after a flood of unknown keys, %d known keys were looked up again; want 0", n)
+	}
+	if n := len(a.keys.missing); n > 1000 {
+		t.Fatalf("%d unknown keys cached; bound is 1000", n)
+	}
+}
+
+// Keys the cache does not hold are looked up within the process's budget: past it they are
+// *BusyError (no lookup) until the budget refills; cached keys are never refused.
+func TestKeyLookupBudget(t *testing.T) {
+	clk := testutil.NewClock(time.Unix(1_800_000_000, 0))
+	st := &fakeStore{keys: map[string]Key{Hash(userKey): {Hash: Hash(userKey), Type: TypeUser, UserID: 1, Active: true}}}
+	a := New(st, Options{KeyLookupsPerSecond: 10, Now: clk.Now})
+	ctx := context.Background()
+	if _, err := a.Key(ctx, hdr(userKey)); err != nil {
+		t.Fatal(err)
+	}
+	unknown := func(i int) []string { return hdr(fmt.Sprintf("random-%d-0123456789abcdef0123456789", i)) }
+	busy := 0
+	for i := range 600 {
+		_, err := a.Key(ctx, unknown(i))
+		var be *BusyError
+		switch {
+		case errors.As(err, &be):
+			busy++
+			if be.RetryAfterSeconds() < 1 {
+				t.Fatalf("Retry-After %d", be.RetryAfterSeconds())
+			}
+		case !errors.Is(err, ErrAPIKeyNotFound):
+			t.Fatalf("key %d: %v", i, err)
+		}
+	}
+	if n := st.keyCalls.Load(); n != 10 {
+		t.Fatalf("600 new keys in an instant cost %d lookups; the budget is 10 (+1 for the known key)", n-1)
+	}
+	if busy != 591 {
+		t.Fatalf("%d refused; want 591", busy)
+	}
+	// The known key is cached: the spent budget does not touch it.
+	if _, err := a.Key(ctx, hdr(userKey)); err != nil {
+		t.Fatalf("known key while the budget is spent: %v", err)
+	}
+	clk.Add(time.Second)
+	if _, err := a.Key(ctx, unknown(10_000)); !errors.Is(err, ErrAPIKeyNotFound) {
+		t.Fatalf("after a second: %v; want the lookup again", err)
 	}
 }
 

@@ -30,6 +30,10 @@ type Options struct {
 // MaxEditOwnMessageTimeLimit bounds editOwnMessageTimeLimit: a year of minutes.
 const MaxEditOwnMessageTimeLimit = 365 * 24 * 60
 
+// MaxRecipientsLimit is the largest maxRecipients a forum may set: the most recipients any
+// conversation can hold.
+const MaxRecipientsLimit = 1000
+
 // MaxTitleLength bounds a title, in code points.
 const MaxTitleLength = 100
 
@@ -206,9 +210,15 @@ type Recipients struct {
 
 // ParseRecipients reads the repeated recipient ids field (sent as `recipient_ids[]`, or plain
 // `recipient_ids`). Values that are not positive integers are *InvalidRecipientsError; the current
-// user is dropped, repeats count once; more than max distinct ids is *TooManyRecipientsError (the
-// store checks the whole conversation). None left is reported by an empty IDs.
+// user is dropped, repeats count once; more than max distinct ids, or more than max+1 values
+// whatever they are, is *TooManyRecipientsError (the store checks the whole conversation). None left is reported by an empty IDs.
 func ParseRecipients(values []string, currentUser, max int64) (Recipients, error) {
+	// More values than max and the current user (who is dropped) cannot all count, however many
+	// repeat: refused before any is read, so no request makes the service parse, dedupe or look
+	// up more ids than the forum allows.
+	if int64(len(values)) > max+1 {
+		return Recipients{}, &TooManyRecipientsError{Max: max}
+	}
 	r := Recipients{Sent: map[int64]string{}}
 	var bad []string
 	for _, v := range values {

@@ -90,9 +90,14 @@ func TestParseRecipients(t *testing.T) {
 		{[]string{"3", "2", "3", "02"}, []int64{3, 2}, nil, false}, // repeats count once
 		{[]string{"1", "2"}, []int64{2}, nil, false},               // the current user is dropped
 		{[]string{"1"}, nil, nil, false},
-		{[]string{"0", "-2", "x", "", "9223372036854775808", "2"}, nil, []string{"0", "-2", "x", "", "9223372036854775808"}, false},
+		{[]string{"0", "-2", "x", ""}, nil, []string{"0", "-2", "x", ""}, false},
+		{[]string{"9223372036854775808", "2"}, nil, []string{"9223372036854775808"}, false},
 		{[]string{"2", "3", "4", "5"}, nil, nil, true},
 		{[]string{"1", "2", "3", "4"}, []int64{2, 3, 4}, nil, false}, // max counts others only
+		{[]string{"2", "2", "2", "2"}, []int64{2}, nil, false},       // max+1 values: may all be valid
+		// More than max+1 values are refused before any is read, repeats and bad values alike.
+		{[]string{"2", "2", "2", "2", "2"}, nil, nil, true},
+		{[]string{"x", "2", "3", "4", "5"}, nil, nil, true},
 	}
 	for _, c := range cases {
 		rs, err := ParseRecipients(c.values, 1, 3)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -39,17 +40,23 @@ type Limiter interface {
 type Deps struct {
 	Conversations *conversation.Service
 	Auth          *auth.Authenticator
-	Limiter       Limiter
-	Logger        *slog.Logger
-	Ready         []server.Check
-	HTTP          config.HTTP // the server's read timeout and trusted proxies
+	// Limiter holds the API keys' request buckets (named by the key's hash).
+	Limiter Limiter
+	// AuthFailures holds the client addresses' buckets of failed authentications (named by the
+	// address).
+	AuthFailures Limiter
+	Logger       *slog.Logger
+	Ready        []server.Check
+	Now          func() time.Time // the clock (time.Now when nil)
+	HTTP         config.HTTP      // the server's read timeout and trusted proxies
 }
 
 type api struct {
-	conv    *conversation.Service
-	auth    *auth.Authenticator
-	limiter Limiter
-	allow   map[string]string // route path -> Allow header
+	conv     *conversation.Service
+	auth     *auth.Authenticator
+	limiter  Limiter
+	failures *failedAuth
+	allow    map[string]string // route path -> Allow header
 }
 
 // route is one endpoint. GET routes answer HEAD too. Routes with an {id} check it before anything
@@ -67,31 +74,36 @@ func (a *api) routes() []route {
 		{http.MethodGet, "/api/conversations", auth.ScopeConversationRead, false, a.listConversations},
 		{http.MethodPost, "/api/conversations", auth.ScopeConversationWrite, false, creating(a.startConversation)},
 		{http.MethodGet, "/api/conversations/:id", auth.ScopeConversationRead, true, getOne("conversation", a.conv.Conversation)},
-		{http.MethodPost, "/api/conversations/:id", auth.ScopeConversationWrite, true, onObject(false, a.updateConversation)},
-		{http.MethodDelete, "/api/conversations/:id", auth.ScopeConversationWrite, true, onObject(true, a.leaveConversation)},
+		{http.MethodPost, "/api/conversations/:id", auth.ScopeConversationWrite, true, onObject(a.updateConversation)},
+		{http.MethodDelete, "/api/conversations/:id", auth.ScopeConversationWrite, true, onObject(a.leaveConversation)},
 		{http.MethodGet, "/api/conversations/:id/messages", auth.ScopeConversationRead, true, a.listMessages},
 		{http.MethodPost, "/api/conversations/:id/mark-read", auth.ScopeConversationWrite, true, a.markRead},
 		{http.MethodPost, "/api/conversations/:id/mark-unread", auth.ScopeConversationWrite, true, a.markUnread},
-		{http.MethodPost, "/api/conversations/:id/invite", auth.ScopeConversationWrite, true, onObject(false, a.invite)},
-		{http.MethodPost, "/api/conversations/:id/star", auth.ScopeConversationWrite, true, onObject(false, a.star)},
+		{http.MethodPost, "/api/conversations/:id/invite", auth.ScopeConversationWrite, true, onObject(a.invite)},
+		{http.MethodPost, "/api/conversations/:id/star", auth.ScopeConversationWrite, true, onObject(a.star)},
 		{http.MethodPost, "/api/conversation-messages", auth.ScopeConversationWrite, false, creating(a.reply)},
 		{http.MethodGet, "/api/conversation-messages/:id", auth.ScopeConversationRead, true, getOne("message", a.conv.Message)},
-		{http.MethodPost, "/api/conversation-messages/:id", auth.ScopeConversationWrite, true, onObject(false, a.editMessage)},
+		{http.MethodPost, "/api/conversation-messages/:id", auth.ScopeConversationWrite, true, onObject(a.editMessage)},
 		{http.MethodGet, "/api/me", registeredUser, false, a.me},
 		{http.MethodGet, "/api/openapi.json", "", false, serveOpenAPI},
 	}
 }
 
-// Request bodies are forms; anything larger is refused with 413. The longest message the options
-// allow (store's messageMaxLength, 65,536 code points of 4 bytes, each byte percent-encoded) fits.
-const bodyLimit = "1M"
+// BodyLimit is the largest request body, 1 MiB (1,048,576 bytes): one byte more is refused with
+// 413. The longest message the options allow (conversation.MaxMessageLength code points of 4
+// bytes, each byte percent-encoded: 786,432 bytes) fits with room for the other fields.
+const BodyLimit = 1 << 20
+
+// bodyLimit is BodyLimit as Echo's middleware reads it ("MiB": binary, where "M" is 1,000,000).
+const bodyLimit = "1MiB"
 
 // registeredUser is the "scope" of a route that needs a registered user but no particular scope.
 const registeredUser = "(registered user)"
 
 // New returns the HTTP handler of forum-svc.
 func New(d Deps) *echo.Echo {
-	a := &api{conv: d.Conversations, auth: d.Auth, limiter: d.Limiter, allow: map[string]string{}}
+	a := &api{conv: d.Conversations, auth: d.Auth, limiter: d.Limiter,
+		failures: newFailedAuth(d.AuthFailures, d.Now), allow: map[string]string{}}
 	e := server.New(server.Options{
 		Name:         "forum-svc",
 		Logger:       d.Logger,
@@ -100,6 +112,7 @@ func New(d Deps) *echo.Echo {
 		BodyLimit:    bodyLimit,
 		HTTP:         d.HTTP,
 	})
+	e.Pre(protect)
 	// Every route is served with and without a trailing slash.
 	e.Pre(middleware.RemoveTrailingSlash())
 	for _, r := range a.routes() {
@@ -120,6 +133,19 @@ func New(d Deps) *echo.Echo {
 		a.allow[r.path] = strings.TrimPrefix(a.allow[r.path]+", "+strings.Join(methods, ", "), ", ")
 	}
 	return e
+}
+
+// protect sets the headers every answer carries, errors, probes and the document included: the
+// answers are private to the key's user, so no cache (a browser's, a proxy's) may keep one
+// (Cache-Control: no-store), and a browser may never read one as anything but its declared type
+// (X-Content-Type-Options: nosniff). They are set before anything else runs, so no answer lacks them.
+func protect(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set(echo.HeaderCacheControl, "no-store")
+		h.Set(echo.HeaderXContentTypeOptions, "nosniff")
+		return next(c)
+	}
 }
 
 // allowed is the Allow header of a route path (the shared probes are GET and HEAD).
@@ -153,15 +179,20 @@ func parseID(next echo.HandlerFunc) echo.HandlerFunc {
 
 // authenticate runs the checks of contract section 3 in order: the key (present, known, usable),
 // its rate limit, the acting user, the scope and the registered-user rule. The object comes last,
-// in the handler.
+// in the handler. Before all of them, a client address that has used its failed authentications
+// is refused (429), and each failure of the key or the acting user counts against its address.
 func (a *api) authenticate(scope string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			ctx := c.Request().Context()
 			h := c.Request().Header
+			addr := c.RealIP()
+			if refusal, refused := a.failures.refused(addr); refused {
+				return refusal
+			}
 			key, err := a.auth.Key(ctx, h.Values(auth.HeaderAPIKey))
 			if err != nil {
-				return err
+				return a.failures.failed(ctx, addr, err)
 			}
 			if d := a.limiter.Allow(ctx, key.Hash); !d.Allowed {
 				return &rateLimitedError{retryAfter: d.RetryAfterSeconds()}
@@ -172,7 +203,7 @@ func (a *api) authenticate(scope string) echo.MiddlewareFunc {
 			}
 			userID, err := a.auth.Principal(ctx, key, h.Values(auth.HeaderAPIUser), need)
 			if err != nil {
-				return err
+				return a.failures.failed(ctx, addr, err)
 			}
 			c.Set(ctxUser, userID)
 			c.Set(ctxKey, key.Hash)
@@ -229,7 +260,7 @@ func (a *api) markRead(c echo.Context) error {
 
 func (a *api) markUnread(c echo.Context) error {
 	userID, id := ids(c)
-	if _, err := readForm(c.Request(), false); err != nil {
+	if _, err := readForm(c.Request()); err != nil {
 		return err
 	}
 	if err := a.conv.MarkUnread(c.Request().Context(), userID, id); err != nil {

@@ -51,6 +51,7 @@ const (
 	// Client mistakes on the wire (shared/server.ClientError).
 	CodeMalformedBody  = "malformed_body"
 	CodeRequestTimeout = "request_timeout"
+	CodeTooManyFields  = "too_many_fields"
 )
 
 // ErrorBody is the body of every error response.
@@ -98,6 +99,8 @@ var (
 	specInvalidPage      = errorSpec{http.StatusBadRequest, CodeInvalidPage, "page must be a positive integer."}
 	specPagePastLast     = errorSpec{http.StatusBadRequest, CodeInvalidPage, "page is past the last page."}
 	specTooManyRequests  = errorSpec{http.StatusTooManyRequests, CodeTooManyRequests, "Too many requests for this API key; retry later."}
+	specTooManyFailures  = errorSpec{http.StatusTooManyRequests, CodeTooManyRequests, "Too many failed authentications from this address; retry later."}
+	specLookupsBusy      = errorSpec{http.StatusTooManyRequests, CodeTooManyRequests, "Too many new API keys to check at the moment; retry later."}
 	specEndpointNotFound = errorSpec{http.StatusNotFound, CodeEndpointNotFound, "The requested endpoint could not be found."}
 	specMethodNotAllowed = errorSpec{http.StatusMethodNotAllowed, CodeMethodNotAllowed, "This endpoint does not accept this method."}
 	specTooLarge         = errorSpec{http.StatusRequestEntityTooLarge, CodeRequestEntityTooLarge, "The request body is too large."}
@@ -114,6 +117,7 @@ var (
 	specEditTimeLimit    = errorSpec{http.StatusForbidden, CodeEditTimeLimitExpired, "The time allowed to edit this message has passed."}
 	specMalformedBody    = errorSpec{http.StatusBadRequest, CodeMalformedBody, "The request body or its framing is malformed, or the body was cut short."}
 	specRequestTimeout   = errorSpec{http.StatusRequestTimeout, CodeRequestTimeout, "The request body did not arrive in time."}
+	specTooManyFields    = errorSpec{http.StatusBadRequest, CodeTooManyFields, "The request has too many form fields."}
 )
 
 // allCodes lists every code the service answers with (the OpenAPI test checks the document).
@@ -125,14 +129,19 @@ func allCodes() []string {
 	for _, s := range []errorSpec{specMissingScope, specInvalidPage, specPagePastLast, specTooManyRequests,
 		specEndpointNotFound, specMethodNotAllowed, specTooLarge, specURITooLong, specHeadersTooLarge, specServerError,
 		specUnsupportedType, specMissingInput, specInvalidRecipient, specTooManyRecip, specTitleTooLong,
-		specMessageTooLong, specInvalidInput, specEditTimeLimit, specMalformedBody, specRequestTimeout} {
+		specMessageTooLong, specInvalidInput, specEditTimeLimit, specMalformedBody, specRequestTimeout,
+		specTooManyFields} {
 		codes = append(codes, s.code)
 	}
 	return codes
 }
 
-// rateLimitedError is a request refused by the key's rate limit.
-type rateLimitedError struct{ retryAfter int64 }
+// rateLimitedError is a request refused by the key's rate limit, or (byAddress) by its address's
+// limit of failed authentications.
+type rateLimitedError struct {
+	retryAfter int64
+	byAddress  bool
+}
 
 func (e *rateLimitedError) Error() string { return "rate limit exceeded" }
 
@@ -155,6 +164,8 @@ func classify(err error) (spec errorSpec, params map[string]any, ok bool) {
 		tooLong  *conversation.TooLongError
 		badInput *conversation.InvalidInputError
 		editLate *conversation.EditTimeLimitError
+		tooMuch  *TooManyFieldsError
+		busy     *auth.BusyError
 	)
 	switch {
 	case errors.As(err, &missing):
@@ -172,6 +183,9 @@ func classify(err error) (spec errorSpec, params map[string]any, ok bool) {
 			return specTitleTooLong, params, true
 		}
 		return specMessageTooLong, params, true
+	case errors.As(err, &tooMuch):
+		params["max"] = tooMuch.Max
+		return specTooManyFields, params, true
 	case errors.As(err, &badInput):
 		params["field"] = badInput.Field
 		return specInvalidInput, params, true
@@ -188,7 +202,12 @@ func classify(err error) (spec errorSpec, params map[string]any, ok bool) {
 		}
 		return specInvalidPage, params, true
 	case errors.As(err, &rateErr):
+		if rateErr.byAddress {
+			return specTooManyFailures, params, true
+		}
 		return specTooManyRequests, params, true
+	case errors.As(err, &busy):
+		return specLookupsBusy, params, true
 	case errors.As(err, &httpErr):
 		switch httpErr.Code {
 		case http.StatusNotFound:
@@ -223,9 +242,15 @@ func (a *api) errorHandler(err error, c echo.Context) {
 		server.Logger(c).Error("request failed", "err", err)
 	}
 	h := c.Response().Header()
-	var rateErr *rateLimitedError
-	if errors.As(err, &rateErr) {
+	var (
+		rateErr *rateLimitedError
+		busy    *auth.BusyError
+	)
+	switch {
+	case errors.As(err, &rateErr):
 		h.Set("Retry-After", strconv.FormatInt(rateErr.retryAfter, 10))
+	case errors.As(err, &busy):
+		h.Set("Retry-After", strconv.FormatInt(busy.RetryAfterSeconds(), 10))
 	}
 	if spec.code == CodeMethodNotAllowed {
 		h.Set(echo.HeaderAllow, a.allowed(c.Path()))

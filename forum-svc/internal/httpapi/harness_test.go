@@ -103,8 +103,10 @@ type env struct {
 }
 
 type envOptions struct {
-	databaseURL string // default: a fresh PostgreSQL database
-	rateLimit   ratelimit.Config
+	databaseURL  string // default: a fresh PostgreSQL database
+	rateLimit    ratelimit.Config
+	authFailures ratelimit.Config // default: out of the way (the tests of the throttle set it)
+	keyLookups   int              // the lookup budget a second; default: auth's
 }
 
 func newEnv(t *testing.T, opts envOptions) *env {
@@ -115,6 +117,9 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	}
 	if opts.rateLimit.PerMinute == 0 {
 		opts.rateLimit = ratelimit.Config{PerMinute: 1_000_000, Burst: 1_000_000}
+	}
+	if opts.authFailures.PerMinute == 0 {
+		opts.authFailures = ratelimit.Config{PerMinute: 1_000_000, Burst: 1_000_000}
 	}
 	gdb, err := migrate.Open(ctx, opts.databaseURL, nil, true, migrations.Set)
 	if err != nil {
@@ -131,7 +136,8 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	clk := testutil.NewClock(time.Unix(now, 0))
 	logs := &testutil.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	svc, err := app.NewService(gdb, nil, opts.rateLimit, log, app.Options{Now: clk.Now, Auth: auth.Options{Now: clk.Now}})
+	svc, err := app.NewService(gdb, nil, opts.rateLimit, log, app.Options{Now: clk.Now,
+		Auth: auth.Options{Now: clk.Now, KeyLookupsPerSecond: opts.keyLookups}, AuthFailures: opts.authFailures})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -19,56 +21,162 @@ import (
 	"forumstats.local/shared/form"
 )
 
-// readForm reads the fields of a write: an application/x-www-form-urlencoded or multipart/form-data
-// body (a file part counts as a field). A non-empty body of any other type is 415; a body over the
-// limit is 413 (the body-limit error), a broken multipart body 400 invalid_input. withQuery adds
-// the query string's fields after the body's (DELETE reads both).
-func readForm(r *http.Request, withQuery bool) (conversation.Fields, error) {
+// startFields are the fields of the write with the most of them, besides its recipients.
+var startFields = [...]string{conversation.FieldTitle, conversation.FieldMessage,
+	conversation.FieldConversationOpen, conversation.FieldOpenInvite}
+
+// MaxFields bounds the fields a write reads, body and query string together: the largest valid
+// request is a start with recipient_ids[] naming every recipient the largest maxRecipients allows
+// and the current user (who is dropped), plus its other fields. A form of more is refused while it
+// is read (400 too_many_fields), so a body of a hundred thousand tiny fields never costs more
+// than this many of them; the body limit bounds their size.
+const MaxFields = conversation.MaxRecipientsLimit + 1 + len(startFields)
+
+// TooManyFieldsError is a write with more than Max fields.
+type TooManyFieldsError struct{ Max int }
+
+func (e *TooManyFieldsError) Error() string {
+	return fmt.Sprintf("a request has at most %d form fields", e.Max)
+}
+
+// readForm reads the fields of a write from its body and its query string. The body is an
+// application/x-www-form-urlencoded or multipart/form-data form (a file part counts as a field); a
+// non-empty body of any other type is 415, a body over the limit 413 (the body-limit error), a
+// broken multipart body 400 invalid_input. A field named in the body takes the body's values
+// only; one the body lacks takes the query string's, as XenForo's request input does, so a client
+// may put any field in either place. Every field is counted as it is read: past MaxFields the
+// read stops with *TooManyFieldsError.
+func readForm(r *http.Request) (conversation.Fields, error) {
+	budget := MaxFields
 	fields := conversation.Fields{}
 	if r.Body != nil {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			var he *echo.HTTPError
-			if errors.As(err, &he) {
-				return nil, err
-			}
-			return nil, fmt.Errorf("read body: %w", err)
-		}
-		if len(body) > 0 {
-			if fields, err = parseBody(r.Header.Get(echo.HeaderContentType), body); err != nil {
-				return nil, err
-			}
+		var err error
+		if fields, err = readBody(r, &budget); err != nil {
+			return nil, err
 		}
 	}
-	if withQuery {
-		for name, vs := range form.Parse(r.URL.RawQuery) {
-			fields[name] = append(fields[name], vs...)
+	query := conversation.Fields{}
+	if err := addPairs(query, r.URL.RawQuery, &budget); err != nil {
+		return nil, err
+	}
+	for name, vs := range query {
+		if _, inBody := fields[name]; !inBody {
+			fields[name] = vs
 		}
 	}
 	return fields, nil
 }
 
-func parseBody(contentType string, body []byte) (conversation.Fields, error) {
-	mediaType, params, err := mime.ParseMediaType(contentType)
+// readBody reads the body as a stream, field by field.
+func readBody(r *http.Request, budget *int) (conversation.Fields, error) {
+	body := &readErr{r: r.Body}
+	br := bufio.NewReader(body)
+	if _, err := br.Peek(1); err != nil {
+		if errors.Is(err, io.EOF) { // an empty body is no body, whatever its type
+			return conversation.Fields{}, nil
+		}
+		return nil, bodyError(err)
+	}
+	mediaType, params, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
 	if err != nil {
 		return nil, echo.ErrUnsupportedMediaType
 	}
+	var fields conversation.Fields
 	switch mediaType {
 	case echo.MIMEApplicationForm:
-		return conversation.Fields(form.Parse(string(body))), nil
+		fields, err = readURLEncoded(br, budget)
 	case echo.MIMEMultipartForm:
+		fields, err = readMultipart(br, params["boundary"], budget)
 	default:
 		return nil, echo.ErrUnsupportedMediaType
 	}
+	// A body that failed to arrive (over the limit, cut off) is that, not a broken form.
+	if body.err != nil && !errors.Is(body.err, io.EOF) {
+		return nil, bodyError(body.err)
+	}
+	return fields, err
+}
+
+// readErr remembers the first error of the body's reads.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (b *readErr) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && b.err == nil {
+		b.err = err
+	}
+	return n, err
+}
+
+// bodyError is the error of a body that could not be read: the body limit's own 413 as it is.
+func bodyError(err error) error {
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		return err
+	}
+	return fmt.Errorf("read body: %w", err)
+}
+
+// readURLEncoded splits a form body on "&" as it arrives, holding one pair at a time.
+func readURLEncoded(br *bufio.Reader, budget *int) (conversation.Fields, error) {
+	fields := conversation.Fields{}
+	var pair []byte
+	for {
+		chunk, err := br.ReadSlice('&')
+		pair = append(pair, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		if perr := addPair(fields, bytes.TrimSuffix(pair, []byte("&")), budget); perr != nil {
+			return nil, perr
+		}
+		if err != nil {
+			return fields, nil
+		}
+		pair = pair[:0]
+	}
+}
+
+// addPairs adds the pairs of a raw query string.
+func addPairs(fields conversation.Fields, raw string, budget *int) error {
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		if err := addPair(fields, []byte(pair), budget); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addPair counts and adds one "key=value" pair (empty ones are skipped, as form.Parse does).
+func addPair(fields conversation.Fields, pair []byte, budget *int) error {
+	if len(pair) == 0 {
+		return nil
+	}
+	if *budget == 0 {
+		return &TooManyFieldsError{Max: MaxFields}
+	}
+	*budget--
+	name, value := form.Pair(string(pair))
+	fields[name] = append(fields[name], value)
+	return nil
+}
+
+// readMultipart reads a multipart form part by part.
+func readMultipart(br *bufio.Reader, boundary string, budget *int) (conversation.Fields, error) {
 	broken := &conversation.InvalidInputError{Field: "body"}
-	if params["boundary"] == "" {
+	if boundary == "" {
 		return nil, broken
 	}
 	fields := conversation.Fields{}
-	mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
-	// No count of parts: the body is already read and bounded (1 MiB), so a part list costs
-	// at most what the body does, and a long recipient list must reach its own check
-	// (too_many_recipients), not a parser limit.
+	mr := multipart.NewReader(br, boundary)
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -77,7 +185,11 @@ func parseBody(contentType string, body []byte) (conversation.Fields, error) {
 		if err != nil {
 			return nil, broken
 		}
-		value, err := io.ReadAll(part) // within the body, already bounded
+		if *budget == 0 {
+			return nil, &TooManyFieldsError{Max: MaxFields}
+		}
+		*budget--
+		value, err := io.ReadAll(part) // within the body limit
 		if err != nil {
 			return nil, broken
 		}
@@ -86,17 +198,14 @@ func parseBody(contentType string, body []byte) (conversation.Fields, error) {
 	}
 }
 
-// formDate reads the optional `date` field of mark-read from the form (or, failing that, the
-// query string). A malformed or repeated date is invalid_date, never "now".
+// formDate reads the optional `date` field of mark-read (from the body or the query string, as
+// every write's fields). A malformed or repeated date is invalid_date, never "now".
 func formDate(r *http.Request) (string, error) {
-	body, err := readForm(r, false)
+	fields, err := readForm(r)
 	if err != nil {
 		return "", err
 	}
-	vs := body["date"]
-	if len(vs) == 0 {
-		vs = form.Parse(r.URL.RawQuery)["date"]
-	}
+	vs := fields["date"]
 	switch len(vs) {
 	case 0:
 		return "", nil

@@ -31,7 +31,7 @@ func writeForm(c echo.Context) (conversation.Fields, *conversation.Retry, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	form, err := readForm(r, false)
+	form, err := readForm(r)
 	if err != nil || key == "" {
 		return form, nil, err
 	}
@@ -90,12 +90,12 @@ func (a *api) reply(ctx context.Context, userID int64, form conversation.Fields,
 	})
 }
 
-// onObject is a write on the object of the path ({id}): its form (withQuery: and query string),
-// then op, whose result is the answer.
-func onObject(withQuery bool, op func(ctx context.Context, userID, id int64, form conversation.Fields) (any, error)) echo.HandlerFunc {
+// onObject is a write on the object of the path ({id}): its fields, then op, whose result is the
+// answer.
+func onObject(op func(ctx context.Context, userID, id int64, form conversation.Fields) (any, error)) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		userID, id := ids(c)
-		form, err := readForm(c.Request(), withQuery)
+		form, err := readForm(c.Request())
 		if err != nil {
 			return err
 		}

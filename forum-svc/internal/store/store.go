@@ -291,7 +291,7 @@ const (
 var ForumOptions = []Option{
 	{OptionMessagesPerPage, "messages_per_page", MinMessagesPerPage, MaxMessagesPerPage},
 	{"discussionsPerPage", "discussions_per_page", 1, 100},
-	{"maxRecipients", "max_recipients", 1, 1000},
+	{"maxRecipients", "max_recipients", 1, conversation.MaxRecipientsLimit},
 	// A message of the longest, in 4-byte characters percent-encoded, stays within the body limit.
 	{"messageMaxLength", "message_max_length", 1, conversation.MaxMessageLength},
 	// Minutes after its date within which an author may edit their message; 0: no limit.
