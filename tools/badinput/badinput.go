@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -30,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"forumstats.local/shared/server"
@@ -105,6 +107,9 @@ type Answer struct {
 	Header   http.Header
 	Body     []byte
 	Trailing int // bytes after the headers of a HEAD answer (must be 0)
+	// Cut: the body, which the server ends by closing the connection, was cut by a reset (see
+	// Send); Body holds what arrived before it.
+	Cut bool
 }
 
 // Render returns the bytes of the request for host.
@@ -156,10 +161,17 @@ func Send(ctx context.Context, addr string, c Case) (Answer, error) {
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	cut := false
 	if err != nil {
-		return Answer{}, fmt.Errorf("read body: %w", err)
+		// net/http refuses a head over its limit with a body it ends by closing the connection,
+		// unread bytes still coming in: the close then reaches this side as a reset, which can
+		// cut the body. The status and headers stand; what arrived of the body is kept.
+		if resp.ContentLength >= 0 || !resp.Close || !errors.Is(err, syscall.ECONNRESET) {
+			return Answer{}, fmt.Errorf("read body: %w", err)
+		}
+		cut = true
 	}
-	a := Answer{Status: resp.StatusCode, Header: resp.Header, Body: body}
+	a := Answer{Status: resp.StatusCode, Header: resp.Header, Body: body, Cut: cut}
 	if method == http.MethodHead {
 		// The request said Connection: close, so whatever follows the headers is a body that
 		// HEAD must not have.
@@ -178,6 +190,10 @@ func netHTTPAnswer(a Answer, head bool) bool {
 	}
 	if !strings.HasPrefix(a.Header.Get("Content-Type"), "text/plain") {
 		return false
+	}
+	text := []byte(strconv.Itoa(a.Status) + " " + http.StatusText(a.Status))
+	if a.Cut {
+		return bytes.HasPrefix(text, a.Body) // what arrived before the reset
 	}
 	return bytes.HasPrefix(a.Body, []byte(strconv.Itoa(a.Status)+" ")) || head && len(a.Body) == 0
 }
