@@ -7,12 +7,14 @@
 package reportfile
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -699,38 +701,137 @@ func validPeriod(s string, parsed, inLimits bool, what, lo, hi string) error {
 // set), times in RFC 3339 UTC with a Z, in the order f holds them. Empty sections are written
 // as [] so that an exported empty catalog still replaces the catalog on import.
 func Encode(w io.Writer, f *File) error {
-	out := struct {
-		RefreshMinutes *int            `json:"refreshMinutes,omitempty"`
-		Catalog        []catalog.Entry `json:"catalog"`
-		Guilds         []wireGuild     `json:"guilds"`
-		Daily          []wireReport    `json:"daily"`
-		Monthly        []wireReport    `json:"monthly"`
-	}{
-		RefreshMinutes: f.RefreshMinutes,
-		Catalog:        nonNil(f.Catalog),
-		Guilds:         make([]wireGuild, 0, len(f.Guilds)),
-		Daily:          make([]wireReport, 0, len(f.Daily)),
-		Monthly:        make([]wireReport, 0, len(f.Monthly)),
+	enc, err := NewEncoder(w, f.RefreshMinutes, f.Catalog)
+	if err != nil {
+		return err
 	}
 	for _, g := range f.Guilds {
-		wg := wireGuild{GuildID: ptr(g.GuildID), Icon: g.Icon}
-		if g.BannerKnown {
-			wg.Banner = wireBanner{Present: true, Hash: g.Banner}
+		if err := enc.Guild(g); err != nil {
+			return err
 		}
-		if g.MetadataAt != nil {
-			wg.MetadataAt = ptr(formatTime(*g.MetadataAt))
-		}
-		out.Guilds = append(out.Guilds, wg)
 	}
 	for _, r := range f.Daily {
-		out.Daily = append(out.Daily, encodeReport(r, true))
+		if err := enc.Daily(r); err != nil {
+			return err
+		}
 	}
 	for _, r := range f.Monthly {
-		out.Monthly = append(out.Monthly, encodeReport(r, false))
+		if err := enc.Monthly(r); err != nil {
+			return err
+		}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return enc.Close()
+}
+
+// Encoder writes a file entry by entry, the bytes Encode writes for the same entries, so that an
+// export need not hold the file: each entry is encoded alone, indented for its depth. The
+// sections come in the file's order: the guilds, then the daily reports, then the monthly ones.
+type Encoder struct {
+	w       *bufio.Writer
+	section int // index in encoderSections of the open section
+	n       int // entries written in it
+	err     error
+}
+
+var encoderSections = []string{"catalog", "guilds", "daily", "monthly"}
+
+// NewEncoder starts the file on w: refreshMinutes (when set) and the catalog.
+func NewEncoder(w io.Writer, refreshMinutes *int, entries []catalog.Entry) (*Encoder, error) {
+	e := &Encoder{w: bufio.NewWriterSize(w, 64<<10)}
+	e.w.WriteString("{")
+	if refreshMinutes != nil {
+		e.w.WriteString("\n  \"refreshMinutes\": " + strconv.Itoa(*refreshMinutes) + ",")
+	}
+	e.w.WriteString("\n  \"catalog\": ")
+	for _, c := range entries {
+		e.entry(c)
+	}
+	e.next(1)
+	return e, e.err
+}
+
+// Guild writes the next guild.
+func (e *Encoder) Guild(g Guild) error {
+	e.next(1)
+	wg := wireGuild{GuildID: ptr(g.GuildID), Icon: g.Icon}
+	if g.BannerKnown {
+		wg.Banner = wireBanner{Present: true, Hash: g.Banner}
+	}
+	if g.MetadataAt != nil {
+		wg.MetadataAt = ptr(formatTime(*g.MetadataAt))
+	}
+	e.entry(wg)
+	return e.err
+}
+
+// Daily writes the next daily report; the guilds are then over.
+func (e *Encoder) Daily(r Report) error {
+	e.next(2)
+	e.entry(encodeReport(r, true))
+	return e.err
+}
+
+// Monthly writes the next monthly report; the guilds and daily reports are then over.
+func (e *Encoder) Monthly(r Report) error {
+	e.next(3)
+	e.entry(encodeReport(r, false))
+	return e.err
+}
+
+// Close ends the sections and the file and flushes what is buffered.
+func (e *Encoder) Close() error {
+	e.next(len(encoderSections))
+	if e.err == nil {
+		e.w.WriteString("\n}\n")
+		e.err = e.w.Flush()
+	}
+	return e.err
+}
+
+// next moves on to the section of index to (len(encoderSections): past the last), closing the
+// open one and writing the empty sections in between.
+func (e *Encoder) next(to int) {
+	if e.err != nil || to == e.section {
+		return
+	}
+	if to < e.section {
+		e.err = fmt.Errorf("reportfile: %s written after %s", encoderSections[to], encoderSections[e.section])
+		return
+	}
+	if e.n == 0 {
+		e.w.WriteString("[]")
+	} else {
+		e.w.WriteString("\n  ]")
+	}
+	for e.section++; e.section <= to && e.section < len(encoderSections); e.section++ {
+		e.w.WriteString(",\n  \"" + encoderSections[e.section] + "\": ")
+		if e.section < to {
+			e.w.WriteString("[]")
+		} else {
+			break
+		}
+	}
+	e.n = 0
+}
+
+// entry writes one element of the open section, indented as in a whole file.
+func (e *Encoder) entry(v any) {
+	if e.err != nil {
+		return
+	}
+	b, err := json.MarshalIndent(v, "    ", "  ")
+	if err != nil {
+		e.err = err
+		return
+	}
+	if e.n == 0 {
+		e.w.WriteString("[")
+	} else {
+		e.w.WriteString(",")
+	}
+	e.w.WriteString("\n    ")
+	_, e.err = e.w.Write(b)
+	e.n++
 }
 
 // encodeReport gives the wire form; channels are raw so that the same struct serves both ways.

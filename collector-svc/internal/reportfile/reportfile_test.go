@@ -280,9 +280,15 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		var buf bytes.Buffer
+		var buf, whole bytes.Buffer
 		if err := Encode(&buf, file); err != nil {
 			t.Fatal(err)
+		}
+		if err := encodeWhole(&whole, file); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf.Bytes(), whole.Bytes()) {
+			t.Fatalf("the Encoder wrote other bytes than the whole-file encoding:\n%s\n%s", buf.Bytes(), whole.Bytes())
 		}
 		again, err := Decode(&buf)
 		if err != nil {
