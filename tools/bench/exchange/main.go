@@ -1,7 +1,7 @@
 // Command exchange measures collector-svc's `import` and `export` of a reports file against their
 // targets (collector-svc/README.md, "Import and export file"): the built binary imports a
-// generated file into a fresh PostgreSQL database and exports it again, at two sizes (-scale
-// times the base file, which has -guilds servers; default 1× and 4×: about 149 MB and 600 MB).
+// generated file into a fresh PostgreSQL database and exports it again, at two sizes (-scales
+// times the base file, which has -guilds servers; default 1× and 4×: 163 MB and 652 MB).
 // For each size it reads the command's peak resident set (the kernel's rusage of the finished
 // child, ru_maxrss: nothing to install) and its time, checks that the export gives back the
 // imported file byte for byte (the generated file is in export's own order and format), and holds
@@ -10,12 +10,12 @@
 //   - peak resident set < 128 MiB for import and for export, at every size;
 //   - the peak at the largest size within 1.25 × the peak at 1×: memory does not grow with the file;
 //   - the time at 1× no worse than before streaming (-before-import, -before-export: the figures
-//     of the binary that held the whole file in memory, measured on this machine), with 10 % for
-//     the machine's drift.
+//     of the binary that held the whole file in memory, measured once on this machine, which was
+//     busy then: measure them again with -bin on a quieter one), with 10 % for the machine's drift.
 //
 // It prints the figures beside the targets and exits 1 when one is missed.
 //
-//	go run ./tools/bench/exchange [-guilds 100] [-days 366] [-channels 35] [-scales 1,4] [-keep-file]
+//	go run ./tools/bench/exchange [-guilds 100] [-days 366] [-channels 35] [-scales 1,4] [-bin BIN]
 package main
 
 import (
@@ -67,8 +67,10 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.months, "months", 12, "monthly reports per server")
 	flag.IntVar(&o.channels, "channels", 35, "channels per report")
 	scales := flag.String("scales", "1,4", "sizes to measure, as multiples of -guilds (comma-separated, the first is the reference)")
-	flag.DurationVar(&o.beforeImport, "before-import", 51*time.Second, "import time of the 1× file before streaming, on this machine")
-	flag.DurationVar(&o.beforeExport, "before-export", 0, "export time of the 1× file before streaming, on this machine (0: not held)")
+	// The binary of fb10348 (the whole file in memory) on the 1× file, 2026-11-26, load average
+	// 20–25: import 5 min 28 s (peak 1,306 MiB), export 1 min 30 s (peak 1,070 MiB).
+	flag.DurationVar(&o.beforeImport, "before-import", 5*time.Minute+28*time.Second, "import time of the 1× file before streaming, on this machine")
+	flag.DurationVar(&o.beforeExport, "before-export", 90*time.Second, "export time of the 1× file before streaming, on this machine (0: not held)")
 	flag.StringVar(&o.bin, "bin", "", "a built collector-svc to measure instead of building the workspace's")
 	flag.DurationVar(&o.timeout, "timeout", 15*time.Minute, "give up a command after this long")
 	flag.Parse()
