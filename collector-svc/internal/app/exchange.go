@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -13,16 +12,16 @@ import (
 	"forumstats.local/collector-svc/internal/store"
 )
 
-// Import runs `collector-svc import --file path`: the whole file is validated before the
-// database is opened, then written in one transaction, or nothing is.
+// Import runs `collector-svc import --file path`: a first pass reads the whole file as a stream
+// and validates it before the database is opened; a second pass reads it again from its start
+// and writes it in one transaction, or nothing is. Neither holds the file in memory.
 func Import(ctx context.Context, cfg Config, log *slog.Logger, path string) (store.ImportStats, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return store.ImportStats{}, fmt.Errorf("import: %w", err)
 	}
-	file, err := reportfile.Decode(f)
-	f.Close()
-	if err != nil {
+	defer f.Close()
+	if _, err := reportfile.Scan(f, reportfile.Visitor{}); err != nil {
 		return store.ImportStats{}, fmt.Errorf("import %s: %w (nothing was written)", path, err)
 	}
 	b, err := open(ctx, cfg, log)
@@ -30,7 +29,12 @@ func Import(ctx context.Context, cfg Config, log *slog.Logger, path string) (sto
 		return store.ImportStats{}, err
 	}
 	defer b.Close()
-	st, err := reportStore(b, log).Import(ctx, file)
+	st, err := reportStore(b, log).ImportStream(ctx, func(v reportfile.Visitor) (reportfile.Counts, error) {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return reportfile.Counts{}, err
+		}
+		return reportfile.Scan(f, v)
+	})
 	if err != nil {
 		return store.ImportStats{}, fmt.Errorf("import %s: %w (nothing was written)", path, err)
 	}
@@ -38,33 +42,43 @@ func Import(ctx context.Context, cfg Config, log *slog.Logger, path string) (sto
 }
 
 // ExportStats counts what an export wrote.
-type ExportStats struct {
-	Servers, Guilds, Daily, Monthly int
-}
+type ExportStats = store.ExportStats
 
-// Export runs `collector-svc export --file path`: the reports file, written to stdout when path
-// is "-", else through a temporary file and a rename, so that an interrupted export never leaves
-// a truncated file where a complete one was expected.
+// Export runs `collector-svc export --file path`: the reports file, written as it is read into a
+// temporary file, then renamed to path, or copied to stdout when path is "-", so that an
+// interrupted or failed export never leaves a truncated file (or half a file on stdout) where a
+// complete one was expected.
 func Export(ctx context.Context, cfg Config, log *slog.Logger, path string, stdout io.Writer) (ExportStats, error) {
 	b, err := open(ctx, cfg, log)
 	if err != nil {
 		return ExportStats{}, err
 	}
 	defer b.Close()
-	file, err := reportStore(b, log).Export(ctx)
+	dir, pattern := filepath.Dir(path), "."+filepath.Base(path)+".*"
+	if path == "-" {
+		dir, pattern = "", "collector-export.*"
+	}
+	tmp, err := os.CreateTemp(dir, pattern)
 	if err != nil {
 		return ExportStats{}, fmt.Errorf("export: %w", err)
 	}
-	var buf bytes.Buffer
-	if err := reportfile.Encode(&buf, file); err != nil {
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	st, err := reportStore(b, log).ExportTo(ctx, tmp)
+	if err != nil {
 		return ExportStats{}, fmt.Errorf("export: %w", err)
 	}
-	st := ExportStats{Servers: len(file.Catalog), Guilds: len(file.Guilds), Daily: len(file.Daily), Monthly: len(file.Monthly)}
 	if path == "-" {
-		_, err := stdout.Write(buf.Bytes())
+		if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+			return ExportStats{}, fmt.Errorf("export: %w", err)
+		}
+		_, err := io.Copy(stdout, tmp)
 		return st, err
 	}
-	if err := writeFileAtomic(path, buf.Bytes()); err != nil {
+	if err := tmp.Close(); err != nil {
+		return ExportStats{}, fmt.Errorf("export: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
 		return ExportStats{}, fmt.Errorf("export: %w", err)
 	}
 	return st, nil

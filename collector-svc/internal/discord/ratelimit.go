@@ -21,6 +21,12 @@ const windowTolerance = 250 * time.Millisecond
 // guild's bucket or the answers' latency, bounds the pass. Nothing runs between events: a
 // departure is decided when a request arrives, an answer comes back, or a timer armed for the
 // next moment something can leave fires (so a virtual clock, testing/synctest, drives it whole).
+//
+// A grant is not yet a departure: the granted request's goroutine runs later, on a busy machine
+// much later, and meanwhile answers may empty its bucket, a 429 may block it, or the route's
+// bucket may be learned. So the request checks its bucket, the global pause and the cap again
+// when it really leaves (depart), and waits there rather than reach Discord into a window known
+// to be spent: every 429 counts toward Discord's invalid-request limit.
 type limiter struct {
 	mu          sync.Mutex
 	pace        *pacer             // the global cap over the grants; earliest/left only, under mu
@@ -33,6 +39,11 @@ type limiter struct {
 	timer       *time.Timer // armed for timerAt, when requests wait for a time to come
 	timerAt     time.Time
 	armed       bool
+	changed     chan struct{} // closed (and dropped) when an answer comes; made by a departure waiting for one
+
+	// granted, when set, runs on a request's goroutine between its grant and its departure: tests
+	// delay it there to play a busy machine that runs the goroutine late.
+	granted func(route, major string)
 }
 
 // bucket is what is known of one Discord rate-limit bucket for one guild.
@@ -42,7 +53,8 @@ type bucket struct {
 	remaining    int       // permits left in the window, requests in flight counted as spent
 	resetAt      time.Time // end of the window on our clock; never earlier than Discord's
 	blockedUntil time.Time // after a 429 on this bucket
-	inflight     int
+	inflight     int       // granted and not yet answered, unsent ones included
+	unsent       int       // granted and not yet left: Discord has certainly not counted them
 }
 
 // lane is the queue of the requests waiting on one route for one guild, oldest first.
@@ -110,12 +122,36 @@ func (b *bucket) admitLocked(now time.Time) (ok bool, wait time.Duration, reason
 	return true, 0, ""
 }
 
+// departLocked decides whether one of b's granted, unsent requests may leave now. remaining
+// counts every request in flight as spent, so remaining+unsent is what the window has left for
+// the unsent ones; when that is nothing, they wait for the window's end (or, when the requests
+// already sent fill the next window too, for an answer: wait 0). Until b is known, one request
+// at a time discovers it.
+func (b *bucket) departLocked(now time.Time) (ok bool, wait time.Duration, reason string) {
+	switch {
+	case now.Before(b.blockedUntil):
+		return false, b.blockedUntil.Sub(now), waitRetryAfter
+	case !b.known:
+		return b.inflight == b.unsent, 0, waitBucket
+	case b.limit > 0 && b.remaining+b.unsent <= 0:
+		if now.Before(b.resetAt) {
+			return false, b.resetAt.Sub(now), waitBucket
+		}
+		b.remaining = b.limit - b.inflight
+		if b.remaining+b.unsent <= 0 {
+			return false, 0, waitBucket
+		}
+	}
+	return true, 0, ""
+}
+
 // permit is one admitted request; done must be called exactly once.
 type permit struct {
 	l     *limiter
 	b     *bucket
 	route string
 	major string
+	left  bool // it departed: b no longer counts it unsent
 }
 
 // acquire waits until a request on route for the guild major is sent: its bucket has a permit,
@@ -137,8 +173,11 @@ func (l *limiter) acquire(ctx context.Context, route, major string) (*permit, er
 	l.mu.Unlock()
 	select {
 	case <-t.ready:
-		err := l.depart(ctx)
-		metricWait.WithLabelValues(cmp.Or(t.reason, waitPacing)).Add(time.Since(start).Seconds())
+		if l.granted != nil {
+			l.granted(route, major)
+		}
+		reason, err := l.depart(ctx, t.p)
+		metricWait.WithLabelValues(cmp.Or(reason, t.reason, waitPacing)).Add(time.Since(start).Seconds())
 		if err != nil {
 			t.p.done(nil, 0, 0)
 			return nil, err
@@ -160,24 +199,70 @@ func (l *limiter) acquire(ctx context.Context, route, major string) (*permit, er
 	return nil, ctx.Err()
 }
 
-// depart holds a granted request until the cap allows it by the time it really leaves: on a busy
-// machine the goroutines of requests granted one interval apart may only run later, together, and
-// must not reach Discord as a burst.
-func (l *limiter) depart(ctx context.Context) error {
+// depart holds the granted request p until, at the moment it really leaves, its bucket still has
+// a permit for it, no global pause runs and the cap allows it: on a busy machine the goroutines
+// of requests granted one interval apart may only run later, together, and must not reach
+// Discord as a burst, nor into a bucket that answers emptied or a 429 blocked meanwhile. It
+// returns what held the request here last ("" for the cap or nothing).
+func (l *limiter) depart(ctx context.Context, p *permit) (reason string, err error) {
 	for {
 		l.mu.Lock()
 		now := time.Now()
-		at := l.sent.earliest()
-		if !now.Before(at) {
+		var (
+			ok   bool
+			wait time.Duration
+			why  string
+		)
+		if now.Before(l.globalUntil) {
+			wait, why = l.globalUntil.Sub(now), waitRetryAfter
+		} else {
+			l.rebucketLocked(p)
+			ok, wait, why = p.b.departLocked(now)
+		}
+		if ok {
+			if at := l.sent.earliest(); now.Before(at) {
+				ok, wait, why = false, at.Sub(now), ""
+			}
+		}
+		if ok {
+			p.b.unsent--
+			p.left = true
 			l.sent.left(now)
 			l.mu.Unlock()
-			return nil
+			return reason, nil
+		}
+		reason = cmp.Or(why, reason)
+		var wake <-chan struct{}
+		if wait == 0 {
+			if l.changed == nil {
+				l.changed = make(chan struct{})
+			}
+			wake = l.changed
 		}
 		l.mu.Unlock()
-		if err := sleepCtx(ctx, at.Sub(now), nil, ""); err != nil {
-			return err
+		if err := sleepCtx(ctx, wait, wake, ""); err != nil {
+			return reason, err
 		}
 	}
+}
+
+// rebucketLocked moves the unsent p to the bucket its route goes through now, when an answer
+// named the route's bucket after p was granted: the permit counted in the route's provisional
+// bucket is no permit of the real one, which the requests granted since have been spending.
+// There p counts as granted (in flight, a permit spent), so that departLocked decides it alike.
+func (l *limiter) rebucketLocked(p *permit) {
+	cur := l.bucketForLocked(p.route, p.major)
+	if cur == p.b {
+		return
+	}
+	p.b.inflight--
+	p.b.unsent--
+	cur.inflight++
+	cur.unsent++
+	if cur.limit > 0 {
+		cur.remaining--
+	}
+	p.b = cur
 }
 
 func (ln *lane) remove(t *ticket) {
@@ -234,6 +319,7 @@ func (l *limiter) dispatchLocked(now time.Time) {
 			delete(l.lanes, best.key)
 		}
 		bestB.inflight++
+		bestB.unsent++
 		if bestB.limit > 0 {
 			bestB.remaining--
 		}
@@ -282,6 +368,9 @@ func (p *permit) done(h http.Header, status int, block time.Duration) {
 	now := time.Now()
 	b := p.b
 	b.inflight--
+	if !p.left {
+		b.unsent--
+	}
 	target := b
 	if h != nil {
 		if hash := h.Get("X-RateLimit-Bucket"); hash != "" {
@@ -294,6 +383,10 @@ func (p *permit) done(h http.Header, status int, block time.Duration) {
 		if until := now.Add(block); until.After(target.blockedUntil) {
 			target.blockedUntil = until
 		}
+	}
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
 	}
 	l.dispatchLocked(now)
 }
@@ -318,8 +411,9 @@ func (b *bucket) learnLocked(h http.Header, status int, now time.Time) {
 		b.remaining = rem - b.inflight
 		b.resetAt = reset
 	} else {
-		// The same window: an answer that overtook others may report too many permits.
-		b.remaining = min(b.remaining, rem)
+		// The same window: an answer that overtook others may report too many permits, and
+		// Discord has not counted the requests granted here that have not left yet.
+		b.remaining = min(b.remaining, rem-b.unsent)
 		if reset.After(b.resetAt) {
 			b.resetAt = reset
 		}

@@ -2,11 +2,16 @@ package reportfile
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"forumstats.local/collector-svc/internal/catalog"
 	"forumstats.local/shared/reports"
 )
 
@@ -275,9 +280,15 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		var buf bytes.Buffer
+		var buf, whole bytes.Buffer
 		if err := Encode(&buf, file); err != nil {
 			t.Fatal(err)
+		}
+		if err := encodeWhole(&whole, file); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf.Bytes(), whole.Bytes()) {
+			t.Fatalf("the Encoder wrote other bytes than the whole-file encoding:\n%s\n%s", buf.Bytes(), whole.Bytes())
 		}
 		again, err := Decode(&buf)
 		if err != nil {
@@ -303,4 +314,71 @@ func normalize(f *File) *File {
 		}
 	}
 	return f
+}
+
+// TestScanSyntaxErrorPosition: reading as a stream, a syntax error is placed at the line and
+// column that decoding the whole file gives.
+func TestScanSyntaxErrorPosition(t *testing.T) {
+	for _, file := range []string{
+		`{"daily": [}`,
+		`{"daily": [{"guildId": "1",}]}`,
+		"{\n  \"guilds\": [\n    {\"guildId\": \"1\"},\n    {\"guildId\": \"2\" \"icon\": null}\n  ]\n}",
+		`{"catalog": [{"number": 1, "name": "A", "guildId": "1"} 2]}`,
+		`{"refreshMinutes": 1,, "daily": []}`,
+		`{"refreshMinutes": 1x}`,
+		`{"daily": [] "monthly": []}`,
+		`{"daily": []]`,
+		"{\"guilds\": [\n {\"guildId\": \"1\"},\n {\"guildId\": tru}\n]}",
+		`{"daily": [{"guildId": "1"`,
+		`{"daily"`,
+		`{"daily": [{"guildId": "1", "date": "2026-11-19", "generatedAt": "2026-11-19T20:59:00Z", "status": "ok", "error": null, "totalMessages": 3, "channels": [{"id": "2", "name": "general", "messages": 3}, {"id": "3", "name": "x", "messages": 1e}]}]}`,
+		`{`,
+		`x`,
+		"\n\n   {\"guilds\": [  {\"guildId\": \"1\"} ,  {]}",
+	} {
+		var whole *json.SyntaxError
+		if err := json.Unmarshal([]byte(file), new(any)); !errors.As(err, &whole) {
+			t.Fatalf("%q: json.Unmarshal gives %v, want a syntax error", file, err)
+		}
+		line, col := position([]byte(file), whole.Offset)
+		want := fmt.Sprintf("invalid JSON at line %d, column %d: ", line, col)
+		_, err := Scan(strings.NewReader(file), Visitor{})
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: err = %v, want it to start with %q", file, err, want)
+		}
+	}
+}
+
+// TestScanVisitsInFileOrder: Scan hands every entry to its visitor in the file's order, the
+// sections in any order, and counts them; the first bad entry in the file's order is the error.
+func TestScanVisitsInFileOrder(t *testing.T) {
+	file := `{"monthly": [{"guildId": "1", "month": "2026-11", "generatedAt": "2026-11-20T10:00:00Z", "status": "ok", "error": null, "totalMessages": 0, "channels": []}],
+	  "guilds": [{"guildId": "2"}, {"guildId": "1"}], "catalog": [], "refreshMinutes": 5}`
+	var got []string
+	n, err := Scan(strings.NewReader(file), Visitor{
+		RefreshMinutes: func(m int) error { got = append(got, fmt.Sprint("refresh ", m)); return nil },
+		Catalog:        func(es []catalog.Entry) error { got = append(got, fmt.Sprint("catalog ", len(es))); return nil },
+		Guild:          func(g Guild) error { got = append(got, "guild "+g.GuildID); return nil },
+		Monthly:        func(r Report) error { got = append(got, "monthly "+r.GuildID+" "+r.Period); return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"monthly 1 2026-11", "guild 2", "guild 1", "catalog 0", "refresh 5"}
+	if !slices.Equal(got, want) {
+		t.Errorf("visited %q, want %q", got, want)
+	}
+	if n != (Counts{Catalog: true, Guilds: 2, Monthly: 1}) {
+		t.Errorf("counts %+v", n)
+	}
+	for _, tt := range []struct{ file, want string }{
+		{`{"guilds": [{"guildId": "x"}], "refreshMinutes": 0}`, "guilds[0].guildId: must be 1 to 20 digits"},
+		{`{"refreshMinutes": 0, "guilds": [{"guildId": "x"}]}`, "refreshMinutes: must be a positive integer"},
+		{`{"daily": [], "DAILY": []}`, `file: field "DAILY" given twice`},
+		{`{"Guilds": [{"guildId": "1"}, {"guildId": "1"}]}`, "guilds[1].guildId: 1 is also the guild of guilds[0]"},
+	} {
+		if _, err := Scan(strings.NewReader(tt.file), Visitor{}); err == nil || err.Error() != tt.want {
+			t.Errorf("%s: err = %v, want %q", tt.file, err, tt.want)
+		}
+	}
 }

@@ -2,37 +2,39 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"gorm.io/gorm"
 
+	"forumstats.local/collector-svc/internal/catalog"
 	"forumstats.local/collector-svc/internal/reportfile"
 	"forumstats.local/shared/reports"
 )
 
-// importFile is what `collector-svc import` does: decode (validating everything), then write.
+// importFile is what `collector-svc import` does: a scan validating everything, then a second
+// scan writing in one transaction.
 func importFile(ctx context.Context, s *Store, data []byte) error {
-	f, err := reportfile.Decode(bytes.NewReader(data))
-	if err != nil {
+	if _, err := reportfile.Scan(bytes.NewReader(data), reportfile.Visitor{}); err != nil {
 		return err
 	}
-	_, err = s.Import(ctx, f)
+	_, err := s.ImportStream(ctx, func(v reportfile.Visitor) (reportfile.Counts, error) {
+		return reportfile.Scan(bytes.NewReader(data), v)
+	})
 	return err
 }
 
 func exportBytes(t *testing.T, s *Store) []byte {
 	t.Helper()
-	f, err := s.Export(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	var buf bytes.Buffer
-	if err := reportfile.Encode(&buf, f); err != nil {
+	if _, err := s.ExportTo(context.Background(), &buf); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -239,4 +241,141 @@ func TestImportInBatches(t *testing.T) {
 			t.Fatalf("%d reports and %d channel rows, want %d and %d", reps, chans, len(f.Daily), 2*len(f.Daily))
 		}
 	})
+}
+
+// TestExportBytesAsBefore: the export of the fixture is, byte for byte, what the export wrote
+// before it streamed (testdata/reports.export.json, written then by `collector-svc export` after
+// importing testdata/reports.json), on both dialects.
+func TestExportBytesAsBefore(t *testing.T) {
+	want, err := os.ReadFile("testdata/reports.export.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	both(t, func(t *testing.T, gdb *gorm.DB) {
+		s := New(gdb, nil, nil)
+		if err := importFile(context.Background(), s, fixture(t)); err != nil {
+			t.Fatal(err)
+		}
+		if got := exportBytes(t, s); !bytes.Equal(got, want) {
+			t.Fatalf("export:\n%s\nbefore:\n%s", got, want)
+		}
+	})
+}
+
+// TestExportInBatches: guilds whose ids sort differently as numbers and as text, more reports of
+// a guild than one batch, channels tied on messages, reports without channels: the streamed export
+// equals the whole content read at once and ordered in Go, encoded whole.
+func TestExportInBatches(t *testing.T) {
+	both(t, func(t *testing.T, gdb *gorm.DB) {
+		ctx := context.Background()
+		s := New(gdb, nil, nil)
+		f := &reportfile.File{}
+		day := reports.Day{Year: 2024, Month: time.January, Day: 1}
+		for _, g := range []string{"9", "10", "81384788765712384", "222222222222222222"} {
+			f.Guilds = append(f.Guilds, reportfile.Guild{GuildID: g})
+			for i := range batchSize + 7 {
+				r := reportfile.Report{GuildID: g, Period: day.AddDays(i * 3).String(), GeneratedAt: at, Status: reports.StatusOK, TotalMessages: int64(i)}
+				for c := range i % 4 {
+					r.Channels = append(r.Channels, reportfile.Channel{ID: fmt.Sprint(100 - c*30), Name: "c", Messages: int64(i % 2)})
+				}
+				f.Daily = append(f.Daily, r)
+			}
+			f.Monthly = append(f.Monthly, reportfile.Report{GuildID: g, Period: "2026-11", GeneratedAt: at, Status: reports.StatusStale,
+				Error: &reportfile.ReportError{Code: "timeout", Message: "m"}, Channels: []reportfile.Channel{{ID: "7", Name: "x", Messages: 2}, {ID: "70", Name: "y", Messages: 2}}})
+		}
+		if _, err := s.Import(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+		got := exportBytes(t, s)
+		whole, err := exportWhole(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want bytes.Buffer
+		if err := reportfile.Encode(&want, whole); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("streamed export differs from the whole one (%d vs %d bytes)", len(got), want.Len())
+		}
+	})
+}
+
+// exportWhole is the export as it was before it streamed: everything read at once, ordered in Go.
+func exportWhole(ctx context.Context, s *Store) (*reportfile.File, error) {
+	f := &reportfile.File{}
+	err := s.readTx(ctx, func(tx *gorm.DB) error {
+		var minutes int
+		if err := tx.Raw("SELECT refresh_minutes FROM collector_state WHERE id = 1").Scan(&minutes).Error; err != nil {
+			return err
+		}
+		f.RefreshMinutes = &minutes
+		var cat []reports.CatalogServer
+		if err := tx.Order("number").Find(&cat).Error; err != nil {
+			return err
+		}
+		f.Catalog = make([]catalog.Entry, len(cat))
+		for i, c := range cat {
+			f.Catalog[i] = catalog.Entry{Number: c.Number, Name: c.Name, GuildID: c.GuildID}
+		}
+		var guilds []reports.Guild
+		if err := tx.Find(&guilds).Error; err != nil {
+			return err
+		}
+		slices.SortFunc(guilds, func(a, b reports.Guild) int { return cmp.Compare(a.GuildID, b.GuildID) })
+		for _, g := range guilds {
+			fg := reportfile.Guild{GuildID: g.GuildID, Icon: g.Icon, Banner: g.Banner, BannerKnown: g.BannerKnown}
+			if g.MetadataAt != nil {
+				at := g.MetadataAt.UTC()
+				fg.MetadataAt = &at
+			}
+			if !g.BannerKnown {
+				fg.Banner = nil
+			}
+			f.Guilds = append(f.Guilds, fg)
+		}
+		for _, kind := range []reports.Kind{reports.KindDay, reports.KindMonth} {
+			t := kind.Tables()
+			var reps []reports.Row
+			if err := tx.Raw("SELECT " + kind.ReportColumns() + " FROM " + t.Reports).Scan(&reps).Error; err != nil {
+				return err
+			}
+			var chans []reports.ChannelRow
+			if err := tx.Raw("SELECT " + kind.ChannelColumns() + " FROM " + t.Channels).Scan(&chans).Error; err != nil {
+				return err
+			}
+			out := make([]reportfile.Report, len(reps))
+			index := make(map[[2]string]int, len(reps))
+			for i, r := range reps {
+				out[i] = reportfile.Report{GuildID: r.GuildID, Period: r.Period, GeneratedAt: r.GeneratedAt.UTC(), Status: r.Status,
+					TotalMessages: r.TotalMessages, Channels: []reportfile.Channel{}}
+				if r.ErrorCode != nil {
+					out[i].Error = &reportfile.ReportError{Code: *r.ErrorCode}
+					if r.ErrorMessage != nil {
+						out[i].Error.Message = *r.ErrorMessage
+					}
+				}
+				index[[2]string{r.GuildID, r.Period}] = i
+			}
+			for _, c := range chans {
+				i := index[[2]string{c.GuildID, c.Period}]
+				out[i].Channels = append(out[i].Channels, reportfile.Channel{ID: c.ChannelID, Name: c.Name, Messages: c.Messages})
+			}
+			slices.SortFunc(out, func(a, b reportfile.Report) int {
+				return cmp.Or(cmp.Compare(a.GuildID, b.GuildID), cmp.Compare(a.Period, b.Period))
+			})
+			for _, r := range out {
+				slices.SortFunc(r.Channels, func(a, b reportfile.Channel) int {
+					return cmp.Or(cmp.Compare(b.Messages, a.Messages), cmp.Compare(a.ID, b.ID))
+				})
+			}
+			if kind == reports.KindDay {
+				f.Daily = out
+			} else {
+				f.Monthly = out
+			}
+		}
+		return nil
+	})
+	return f, err
 }
