@@ -10,8 +10,8 @@ import (
 	"unicode/utf8"
 )
 
-// The bad input of the conversations API (issue 11): every field of every new operation, each
-// case with one fault and the answer the issue's error table gives it.
+// The bad input of the conversations API: every field of every write and of the list, each case
+// with one fault and the answer forum-svc's error table (README, "The conversations API") gives it.
 
 func invalidInput(field string) Outcome {
 	return Outcome{Status: 400, Code: "invalid_input", Params: map[string]any{"field": field}}

@@ -10,7 +10,7 @@ import (
 	"forumstats.local/forum-svc/internal/decimal"
 )
 
-// The rules of the write operations' inputs (issue 11). Fields are the form fields of a request
+// The rules of the write operations' inputs. Fields are the form fields of a request
 // (name -> the values as sent, in order); every check here is pure, the store checks the rest
 // (users that exist, the size of the whole conversation).
 
