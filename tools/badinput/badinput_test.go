@@ -85,7 +85,10 @@ func TestCorporaAreLargeDeterministicAndDocumented(t *testing.T) {
 	}
 }
 
-// TestCorporaCoverTheIssue checks that every kind of bad input the issue lists is there.
+// TestCorporaCoverTheIssue checks that each corpus holds every kind of hostile input, at least two
+// cases of each: values over 10 KB, %00, SQL fragments, path traversal, repeated parameters,
+// content types, Unicode, negative numbers and numbers beyond int64; and requests of every method
+// (GET, HEAD, POST, PUT, DELETE, OPTIONS) and of the header, path and method categories.
 func TestCorporaCoverTheIssue(t *testing.T) {
 	for _, c := range corpora() {
 		text := map[string]bool{}

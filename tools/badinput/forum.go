@@ -53,8 +53,8 @@ var (
 	invalidIdempotency = Outcome{Status: 400, Code: "invalid_idempotency_key"}
 	noPermission       = Outcome{Status: 403, Code: "no_permission"}
 	conversationClosed = Outcome{Status: 403, Code: "conversation_closed"}
-	// Where the offending values are too many to spell out, or two rules apply (the issue
-	// orders neither), the code alone is checked.
+	// Where the offending values are too many to spell out, or two rules apply (the documented
+	// order ranks neither), the code alone is checked.
 	anyMissing           = Outcome{Status: 400, Code: "required_input_missing"}
 	anyInvalidRecipients = Outcome{Status: 400, Code: "invalid_recipients"}
 )
@@ -326,8 +326,8 @@ func ForumCorpus(seed uint64, d ForumData) Corpus {
 	}
 
 	// 9. Wrong content types and bodies on every write. Without a key, or without the scope,
-	// those checks decide; on a foreign object, the body's type or the object may (the issue
-	// orders neither); on the user's own object, a non-empty body of another type is 415.
+	// those checks decide; on a foreign object, the body's type or the object may (the documented
+	// order ranks neither); on the user's own object, a non-empty body of another type is 415.
 	bodies := []struct {
 		ctype, body string
 		want        Outcome // on the user's own object

@@ -277,7 +277,7 @@ type NewConversation struct {
 	Date       int64
 }
 
-// ParseStart checks the fields of POST /api/conversations/ in the order of the table:
+// ParseStart checks the fields of POST /api/conversations/ in the order of the error table's checks:
 // required fields, malformed values (recipients, booleans), lengths.
 func ParseStart(f Fields, userID int64, opts Options) (NewConversation, Recipients, error) {
 	var req required
