@@ -14,7 +14,7 @@ import (
 	"testing"
 )
 
-// service holds the deployment facts of one service, from the contract (sections 1 and 2).
+// service holds the deployment facts of one service, from the root README (Commands, Configuration).
 // Everything the tests derive from them is checked against the service's sources too.
 type service struct {
 	Name string

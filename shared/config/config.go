@@ -1,6 +1,6 @@
 // Package config reads service configuration from the environment.
 //
-// Every service takes its settings from environment variables (contract section 2). The helpers
+// Every service takes its settings from environment variables (README.md, Configuration). The helpers
 // here fail loudly on a malformed value instead of silently falling back to the default, so a
 // typo in a manifest shows at start rather than as odd behaviour in production.
 package config

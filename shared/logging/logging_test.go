@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// LOG_LEVEL and LOG_FORMAT (contract, configuration): the level filters, the format shapes the
+// LOG_LEVEL and LOG_FORMAT (README.md, Configuration): the level filters, the format shapes the
 // line, and an unknown value of either is refused.
 func TestNew(t *testing.T) {
 	levels := []struct {

@@ -10,7 +10,7 @@ import (
 )
 
 // Timezone is the calendar every report period and every request period is in
-// (stats-icons-api.md: Europe/Moscow, UTC+3 all year).
+// (Europe/Moscow, UTC+3 all year: a Moscow day runs from 21:00 UTC to 21:00 UTC).
 const Timezone = "Europe/Moscow"
 
 // Moscow is the location of Timezone: the one definition of the zone in the workspace.

@@ -97,7 +97,7 @@ func ForPass(now time.Time) []Window {
 
 // StaleAfterRefreshes is how many refresh intervals a refreshed period's ok report stays fresh:
 // past GeneratedAt + StaleAfterRefreshes × the refresh interval, readers show it as stale.
-// A dead collector then does not look healthy (contract section 4).
+// A dead collector then does not look healthy: its last reports turn stale instead of ok.
 const StaleAfterRefreshes = 3
 
 // TurnsStale is the moment an ok report of a refreshed period, generated at generatedAt while the

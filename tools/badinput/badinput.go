@@ -1,6 +1,6 @@
 // Package badinput generates deterministic corpora of malformed and hostile HTTP requests for
 // the two public services, sends them over raw TCP connections (so that requests net/http's
-// client would refuse to build can be sent too), and checks every answer against the contract:
+// client would refuse to build can be sent too), and checks every answer against the services' documented answers:
 // a documented 4xx status and code in the service's JSON error envelope, never a 5xx, and no
 // body for HEAD.
 //

@@ -22,9 +22,9 @@ var testForum = ForumData{
 	Full: 2004, ListLastPage: 2, MaxRecipients: 20, MessageMaxLength: 10000,
 }
 
-// documented lists the codes each service may answer a bad request with (contract sections 3
-// and 4; invalid_date is forum-svc's documented addition for a malformed mark-read date; 414 and
-// 431 are both services' answers to an oversized request head, issue 13).
+// documented lists the codes each service may answer a bad request with (the error tables of
+// forum-svc's and stats-svc's READMEs; invalid_date is forum-svc's documented addition for a
+// malformed mark-read date; 414 and 431 are both services' answers to an oversized request head).
 var documented = map[Envelope]map[string]int{
 	StatsEnvelope: {"invalid_parameters": 400, "invalid_range": 400, "invalid_server": 400,
 		"server_not_found": 404, "not_found": 404, "method_not_allowed": 405,
@@ -34,9 +34,9 @@ var documented = map[Envelope]map[string]int{
 		"requested_conversation_not_found": 404, "requested_message_not_found": 404, "invalid_page": 400,
 		"endpoint_not_found": 404, "method_not_allowed": 405, "invalid_date": 400,
 		"uri_too_long": 414, "request_header_fields_too_large": 431,
-		// forum-svc's answers to a body over its limit and to one of another type (issue 11).
+		// forum-svc's answers to a body over its limit and to one of another type.
 		"request_entity_too_large": 413, "unsupported_media_type": 415,
-		// The conversations API's table (issue 11).
+		// The conversations API's error table.
 		"required_input_missing": 400, "invalid_recipients": 400, "too_many_recipients": 400, "too_many_fields": 400,
 		"title_too_long": 400, "message_too_long": 400, "invalid_input": 400, "no_permission": 403,
 		"conversation_closed": 403, "invalid_idempotency_key": 400},
@@ -85,7 +85,10 @@ func TestCorporaAreLargeDeterministicAndDocumented(t *testing.T) {
 	}
 }
 
-// TestCorporaCoverTheIssue checks that every kind of bad input the issue lists is there.
+// TestCorporaCoverTheIssue checks that each corpus holds every kind of hostile input, at least two
+// cases of each: values over 10 KB, %00, SQL fragments, path traversal, repeated parameters,
+// content types, Unicode, negative numbers and numbers beyond int64; and requests of every method
+// (GET, HEAD, POST, PUT, DELETE, OPTIONS) and of the header, path and method categories.
 func TestCorporaCoverTheIssue(t *testing.T) {
 	for _, c := range corpora() {
 		text := map[string]bool{}

@@ -10,8 +10,8 @@ import (
 	"unicode/utf8"
 )
 
-// The bad input of the conversations API (issue 11): every field of every new operation, each
-// case with one fault and the answer the issue's error table gives it.
+// The bad input of the conversations API: every field of every write and of the list, each case
+// with one fault and the answer forum-svc's error table (README, "The conversations API") gives it.
 
 func invalidInput(field string) Outcome {
 	return Outcome{Status: 400, Code: "invalid_input", Params: map[string]any{"field": field}}
@@ -22,7 +22,7 @@ func missingInput(fields ...string) Outcome {
 }
 
 // missingRecipients: "field names as sent" is `recipient_ids[]` on the wire, `recipient_ids` in
-// the issue's words; either spelling passes.
+// the README's words; either spelling passes.
 var missingRecipients = []Outcome{missingInput("recipient_ids"), missingInput("recipient_ids[]")}
 
 func invalidRecipients(values ...string) Outcome {
@@ -115,7 +115,7 @@ func positiveID(s string) bool {
 	return isDigits(s, len(s)) && strings.TrimLeft(s, "0") != ""
 }
 
-// ambiguousNumber are values the issue does not say are malformed numbers or not (a sign, a
+// ambiguousNumber are values the documented rules do not say are malformed numbers or not (a sign, a
 // space around digits): the corpus leaves them out of id, recipient and filter fields.
 func ambiguousNumber(s string) bool {
 	t := strings.TrimSpace(s)

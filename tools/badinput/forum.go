@@ -18,7 +18,7 @@ type ForumData struct {
 	LastPage                    int    // of Own
 	Users                       int    // users 1..Users exist
 
-	// The conversations API (issue 11).
+	// The conversations API's writes.
 	Joined, JoinedMessage int64 // user 2 started it with user 1 (open_invite off); a message of user 2 in it
 	Closed                int64 // user 1 started it closed
 	Left, LeftMessage     int64 // user 1 left it for good (ignore); a message of it
@@ -30,7 +30,7 @@ type ForumData struct {
 	MaxRecipients, MessageMaxLength int // the forum options (defaults 20, 10000)
 }
 
-// Forum answers of contract section 3 (and invalid_date, which forum-svc documents in its
+// Forum answers of the authentication table of forum-svc/README.md (and invalid_date, which forum-svc documents in its
 // README and OpenAPI document for a malformed mark-read date).
 var (
 	forumNoKey            = Outcome{Status: 400, Code: "no_api_key_in_request"}
@@ -46,15 +46,15 @@ var (
 	forumMethodNotAllowed = Outcome{Status: 405, Code: "method_not_allowed"}
 	forumInvalidDate      = Outcome{Status: 400, Code: "invalid_date"}
 	scopeRead, scopeWrite = "conversation:read", "conversation:write"
-	// The conversations API (issue 11): a body over the limit or of another type, and the
-	// issue's error table.
+	// The conversations API: a body over the limit or of another type, and the error table of
+	// forum-svc/README.md's "The conversations API".
 	forumTooLarge      = Outcome{Status: 413, Code: "request_entity_too_large"}
 	unsupportedType    = Outcome{Status: 415, Code: "unsupported_media_type"}
 	invalidIdempotency = Outcome{Status: 400, Code: "invalid_idempotency_key"}
 	noPermission       = Outcome{Status: 403, Code: "no_permission"}
 	conversationClosed = Outcome{Status: 403, Code: "conversation_closed"}
-	// Where the offending values are too many to spell out, or two rules apply (the issue
-	// orders neither), the code alone is checked.
+	// Where the offending values are too many to spell out, or two rules apply (the documented
+	// order ranks neither), the code alone is checked.
 	anyMissing           = Outcome{Status: 400, Code: "required_input_missing"}
 	anyInvalidRecipients = Outcome{Status: 400, Code: "invalid_recipients"}
 )
@@ -326,8 +326,8 @@ func ForumCorpus(seed uint64, d ForumData) Corpus {
 	}
 
 	// 9. Wrong content types and bodies on every write. Without a key, or without the scope,
-	// those checks decide; on a foreign object, the body's type or the object may (the issue
-	// orders neither); on the user's own object, a non-empty body of another type is 415.
+	// those checks decide; on a foreign object, the body's type or the object may (the documented
+	// order ranks neither); on the user's own object, a non-empty body of another type is 415.
 	bodies := []struct {
 		ctype, body string
 		want        Outcome // on the user's own object

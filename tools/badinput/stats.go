@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Stats answers of contract section 4 and the statistics document.
+// Stats answers: stats-svc's error codes with their statuses (stats-svc/README.md, Order of checks).
 var (
 	statsInvalidParameters = Outcome{Status: 400, Code: "invalid_parameters"}
 	statsInvalidRange      = Outcome{Status: 400, Code: "invalid_range"}

@@ -62,7 +62,7 @@ func (f ForumFixture) Keys() []string {
 	return []string{f.UserKey, f.OtherKey, f.SuperKey, f.GuestKey, f.InactiveKey, f.ExpiredKey, f.ReadOnlyKey, f.WriteOnlyKey}
 }
 
-// SeedJSON is the seed file (contract section 3) of the fixture.
+// SeedJSON is the seed file (forum-svc/README.md, Seed file) of the fixture.
 func (f ForumFixture) SeedJSON() ([]byte, error) {
 	type msg struct {
 		MessageID   int64  `json:"message_id"`
@@ -160,7 +160,7 @@ func (s StatsFixture) Today() time.Time {
 	return time.Date(y, m, d, 0, 0, 0, 0, reports.Moscow)
 }
 
-// ImportJSON is the import file (contract section 5) of the fixture: every report is "ok" and
+// ImportJSON is the import file (collector-svc/README.md, Import and export file) of the fixture: every report is "ok" and
 // fresh, so every answer over the imported days is a complete one.
 func (s StatsFixture) ImportJSON() ([]byte, error) {
 	type channel struct {

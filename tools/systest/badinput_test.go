@@ -42,8 +42,8 @@ func TestBadInputForum(t *testing.T) {
 	runCorpus(t, svc, badinput.ForumCorpus(corpusSeed(t), conversationData(t, svc, fx)))
 }
 
-// TestBadInputForumSQLite runs the forum corpus on the embedded SQLite database, which issue 11
-// serves the same API from.
+// TestBadInputForumSQLite runs the forum corpus on the embedded SQLite database, from which
+// forum-svc serves the same API as from PostgreSQL.
 func TestBadInputForumSQLite(t *testing.T) {
 	fx := stack.NewForumFixture(95, 20)
 	svc := service(t, stack.Forum, forumSQLiteEnv(t, fx)...)

@@ -17,7 +17,7 @@ import (
 	"forumstats.local/tools/stack"
 )
 
-// The issue 11 defaults the corpus and the security tests assume (the fixture sets no option).
+// The forum options' defaults the corpus and the security tests assume (the fixture sets no option).
 const (
 	defaultDiscussionsPerPage = 20
 	defaultMaxRecipients      = 20
@@ -124,7 +124,7 @@ func conversationService(t *testing.T, sqlite bool) (*stack.Service, stack.Forum
 	return svc, fx, setupConversations(t, svc, fx)
 }
 
-// forumSQLiteEnv is forumEnv on the embedded SQLite database (issue 11: the API works on both).
+// forumSQLiteEnv is forumEnv on the embedded SQLite database (the API is the same on both).
 func forumSQLiteEnv(t *testing.T, fx stack.ForumFixture, extra ...string) []string {
 	t.Helper()
 	dir := tempDir(t)

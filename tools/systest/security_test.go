@@ -295,7 +295,7 @@ func TestSecurityRequestBounds(t *testing.T) {
 	markRead := fmt.Sprintf("/api/conversations/%d/mark-read", ffx.Own)
 	form := "Forum-Api-Key: " + key + "\r\nContent-Type: application/x-www-form-urlencoded\r\n"
 	cases := []bodyCase{
-		// forum-svc's limit is 1 MiB since issue 11 (room for the longest message, encoded).
+		// forum-svc's limit is 1 MiB: room for the longest message, percent-encoded.
 		{"forum mark-unread, 1 MiB + 1 KiB declared", forum.Addr, markUnread, "POST", form, 1<<20 + 1<<10, false, []int{413}},
 		{"forum start, 2 MiB declared", forum.Addr, "/api/conversations/", "POST", form, 2 << 20, false, []int{413}},
 		{"forum reply, 64 MiB chunked (form read)", forum.Addr, "/api/conversation-messages/", "POST", form, 64 << 20, true, []int{413}},

@@ -14,7 +14,7 @@ import (
 	"forumstats.local/shared/config"
 )
 
-// Defaults of contract section 2.
+// Defaults of the configuration (README.md, Configuration).
 const (
 	DefaultAddr        = ":8083"
 	DefaultDatabaseURL = "sqlite:./data/stats.db"

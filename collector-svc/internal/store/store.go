@@ -1,6 +1,6 @@
 // Package store writes the reports database (shared/reports): the catalog, guild metadata,
-// whole reports, stale marks and the collector's state, and imports and exports the contract's
-// file. Every write that changes what stats-svc serves bumps the data generation in the same
+// whole reports, stale marks and the collector's state, and imports and exports the reports
+// file (README, Import and export file). Every write that changes what stats-svc serves bumps the data generation in the same
 // transaction and announces it on Redis after the commit.
 package store
 

@@ -27,7 +27,7 @@ import (
 	"forumstats.local/shared/server"
 )
 
-// Defaults of contract section 2.
+// Defaults of the configuration (README.md, Configuration).
 const (
 	DefaultAddr        = ":8081"
 	DefaultDatabaseURL = "sqlite:./data/forum.db"

@@ -1,5 +1,6 @@
-// Package auth authenticates API requests: the Forum-Api-Key and Forum-Api-User headers, key
-// types, scopes and the registered-user rule, in the order of contract section 3.
+// Package auth authenticates API requests. It checks the key (Forum-Api-Key: present, known,
+// active), the acting user (Forum-Api-User, as the key's type allows), the scope and the
+// registered-user rule, in that order; the first failure answers.
 //
 // A request costs no database round trip for its key: key records (and, for super keys, the
 // existence of the acting user) are cached in process for at most CacheTTL, so a key changed
@@ -164,7 +165,8 @@ func (e *BusyError) RetryAfterSeconds() int64 {
 	return ratelimit.Decision{RetryAfter: e.RetryAfter}.RetryAfterSeconds()
 }
 
-// Authenticator runs the checks of contract section 3 that concern the caller.
+// Authenticator runs the checks that concern the caller: the key, the acting user, the scope and
+// the registered-user rule.
 type Authenticator struct {
 	store   Store
 	keys    *ttlCache[string, Key]

@@ -325,7 +325,7 @@ func TestConcurrentMissesShareOneLookup(t *testing.T) {
 	}
 }
 
-// FuzzHeaders: the header parsers never panic, accept only what the contract allows, and agree
+// FuzzHeaders: the header parsers never panic, accept only what the README's header rules allow, and agree
 // with strconv on valid user ids.
 func FuzzHeaders(f *testing.F) {
 	for _, s := range []string{"", "1", "0", "-1", "abc", userKey, "99999999999999999999", " 1", "1\x00"} {

@@ -10,7 +10,7 @@ import (
 	"forumstats.local/forum-svc/internal/decimal"
 )
 
-// The rules of the write operations' inputs (issue 11). Fields are the form fields of a request
+// The rules of the write operations' inputs. Fields are the form fields of a request
 // (name -> the values as sent, in order); every check here is pure, the store checks the rest
 // (users that exist, the size of the whole conversation).
 
@@ -277,7 +277,7 @@ type NewConversation struct {
 	Date       int64
 }
 
-// ParseStart checks the fields of POST /api/conversations/ in the order of the issue's table:
+// ParseStart checks the fields of POST /api/conversations/ in the order of the error table's checks:
 // required fields, malformed values (recipients, booleans), lengths.
 func ParseStart(f Fields, userID int64, opts Options) (NewConversation, Recipients, error) {
 	var req required

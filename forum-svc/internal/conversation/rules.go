@@ -11,7 +11,7 @@ import (
 	"forumstats.local/forum-svc/internal/decimal"
 )
 
-// Domain errors. The HTTP layer maps each to a status and a code (contract section 3).
+// Domain errors. The HTTP layer maps each to a status and a code (its one error table).
 var (
 	// ErrConversationNotFound: no such conversation, or the current user is not a participant.
 	// The two are one answer on purpose, so that no one learns which conversations exist.

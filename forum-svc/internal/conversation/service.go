@@ -37,7 +37,7 @@ type Conversation struct {
 	LastMessageID   int64       `json:"last_message_id"`
 	LastMessageDate int64       `json:"last_message_date"`
 	IsUnread        bool        `json:"is_unread"`
-	// For the current user; then the conversation's settings (issue 11).
+	// For the current user; then the conversation's settings.
 	IsStarred        bool `json:"is_starred"`
 	ConversationOpen bool `json:"conversation_open"`
 	OpenInvite       bool `json:"open_invite"`

@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// The conversations API beyond reading one conversation (issue 11): the list, starting, replying,
+// The conversations API beyond reading one conversation: the list, starting, replying,
 // editing, updating, leaving, inviting, starring, and the current user's summary.
 
 // WriteStore is the persistence of the conversations API. Every method acts for one user; a

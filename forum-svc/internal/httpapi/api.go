@@ -177,7 +177,7 @@ func parseID(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// authenticate runs the checks of contract section 3 in order: the key (present, known, usable),
+// authenticate runs the caller's checks in order, the first failure answering: the key (present, known, usable),
 // its rate limit, the acting user, the scope and the registered-user rule. The object comes last,
 // in the handler. Before all of them, a client address that has used its failed authentications
 // is refused (429), and each failure of the key or the acting user counts against its address.

@@ -223,7 +223,7 @@ func TestKeyTypes(t *testing.T) {
 	})
 }
 
-// Every row of the contract's error table (section 3), in check order.
+// Every row of the authentication and reading error table (README), in check order.
 func TestErrorTable(t *testing.T) {
 	dialects(t, func(t *testing.T, e *env) {
 		type row struct {

@@ -11,7 +11,8 @@ import (
 	"forumstats.local/forum-svc/internal/conversation"
 )
 
-// Rules of issue 11 that the scenarios of conversations_test.go leave implicit, on both databases.
+// Rules of the conversations API that the scenarios of conversations_test.go leave implicit, on
+// both databases.
 
 // asErin: erin has no key of her own either.
 var asErin = []string{key(keySuper), user("5")}
@@ -255,8 +256,8 @@ func (e *env) postWithKey(f url.Values, headers []string, idempotencyKey string)
 	return e.serve(r)
 }
 
-// mark-read takes its date from a multipart body as from an urlencoded one (the fix of issue 11
-// made any other type 415, not a silent "now").
+// mark-read takes its date from a multipart body as from an urlencoded one (a body of any other
+// type is 415, not a silent "now").
 func TestMarkReadDateFromEveryFormBody(t *testing.T) {
 	dialects(t, func(t *testing.T, e *env) {
 		ct, body := multipartBody(t, "date", fmt.Sprint(t0+300))
@@ -271,7 +272,7 @@ func TestMarkReadDateFromEveryFormBody(t *testing.T) {
 	})
 }
 
-// The order of checks on every route of issue 11: route, key, rate limit (TestRateLimit), acting
+// The order of checks on every route of the conversations API's writes and list: route, key, rate limit (TestRateLimit), acting
 // user, scope, registered user; then the Idempotency-Key, the body's type, the fields, and last
 // the object. Each request below fails every later check too, so it answers the first.
 func TestConversationsOrderOfChecks(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"testing"
 )
 
-// The conversations API of issue 11, on both databases.
+// The conversations API, on both databases.
 
 // carol has no key of her own: the super key acts as her.
 var asCarol = []string{key(keySuper), user("3")}

@@ -12,8 +12,7 @@ import (
 	"forumstats.local/shared/server"
 )
 
-// Error codes (contract section 3), plus the few this service adds (documented in the README and
-// the OpenAPI document).
+// Error codes, each documented in the README and the OpenAPI document.
 const (
 	CodeNoAPIKey              = "no_api_key_in_request"
 	CodeAPIKeyNotFound        = "api_key_not_found"
@@ -33,7 +32,7 @@ const (
 	CodeURITooLong            = "uri_too_long"
 	CodeHeadersTooLarge       = "request_header_fields_too_large"
 	CodeServerError           = "server_error_occurred"
-	// The conversations API (issue 11).
+	// The conversations API's writes and list.
 	CodeRequiredInputMissing  = "required_input_missing"
 	CodeInvalidRecipients     = "invalid_recipients"
 	CodeTooManyRecipients     = "too_many_recipients"

@@ -12,7 +12,7 @@ import (
 	"forumstats.local/shared/form"
 )
 
-// The handlers of the conversations API beyond reading one conversation (issue 11).
+// The handlers of the conversations API beyond reading one conversation.
 
 func (a *api) listConversations(c echo.Context) error {
 	userID := c.Get(ctxUser).(int64)

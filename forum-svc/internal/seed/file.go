@@ -1,4 +1,4 @@
-// Package seed loads a seed file (contract section 3, "Seed file") into the forum database: one
+// Package seed loads a seed file (forum-svc/README.md, "Seed file") into the forum database: one
 // transaction, idempotent (rows upserted by their ids), and a file that does not fit is refused
 // whole with a message that names the offending entry.
 package seed

@@ -14,7 +14,7 @@ import (
 	"forumstats.local/shared/db"
 )
 
-// The conversations API's writes (issue 11), each one GORM transaction. A write that depends on a
+// The conversations API's writes, each one GORM transaction. A write that depends on a
 // conversation's state first locks its row (lockSQL: SELECT ... FOR UPDATE on PostgreSQL; SQLite
 // runs one writer at a time), so that concurrent replies get positions 1..N without gaps and
 // nobody replies into a conversation being closed.

@@ -32,7 +32,7 @@ import (
 	"forumstats.local/stats-svc/internal/web"
 )
 
-// Defaults of contract section 2.
+// Defaults of the configuration (README.md, Configuration).
 const (
 	DefaultAddr        = ":8082"
 	DefaultDatabaseURL = "sqlite:./data/stats.db"

@@ -22,7 +22,7 @@ const (
 	seriesPath = "/api/chat-series"
 )
 
-// Every row of contract section 4, in its order of checks, for GET and HEAD.
+// Every row of the order of checks (stats-svc/README.md), in that order, for GET and HEAD.
 func TestErrorRows(t *testing.T) {
 	s := newStack(t, pgDB(t), stackOptions{redis: newRedis(t, "")})
 	tests := []struct {

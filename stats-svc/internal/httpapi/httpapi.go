@@ -65,7 +65,7 @@ func Register(e *echo.Echo, reports Reports, opts Options) {
 		e.Use(limit(opts.Limiter))
 	}
 	// Any, not GET+HEAD: otherwise Echo's router answers OPTIONS with 204
-	// itself, and the contract wants 405 for every other method.
+	// itself, and every method but GET and HEAD is 405 (OPTIONS included).
 	for path, get := range map[string]operation{
 		"/api/chat-statistics": a.statistics,
 		"/api/chat-icons":      a.icons,

@@ -1,6 +1,6 @@
 // Package query turns the query string of the statistics and icons
-// operations into a resolved request, in the order of checks fixed by
-// contract section 4. Its periods are days and months of the Moscow calendar
+// operations into a resolved request, in a fixed order of checks (the first
+// failure answers; stats-svc/README.md, Order of checks). Its periods are days and months of the Moscow calendar
 // (shared/reports).
 package query
 
@@ -113,7 +113,7 @@ var modeForbids = map[Mode][]string{
 var singleParams = []string{"period", "month", "date", "from", "to", "server"}
 
 // Parse validates a statistics request against the clock now. The checks
-// run in the order of contract section 4 and the first failure answers:
+// run in this order and the first failure answers:
 // period, repeats, forbidden parameters, server, month, date, range rules.
 func Parse(values url.Values, now time.Time) (Query, error) {
 	q := Query{Mode: ModeMonth}

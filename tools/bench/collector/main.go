@@ -1,5 +1,5 @@
 // Command collector measures collector-svc's collection pass against its targets (README.md,
-// Performance; issue 12): the built `collector-svc run-once` against `collector-svc fake-discord`,
+// Performance): the built `collector-svc run-once` against `collector-svc fake-discord`,
 // which enforces a global request rate limit and per-guild route buckets (the search's own, 10 a
 // second by default, as Discord's), with a recording proxy between the two. For each fake latency
 // (-latencies, default 0, 250 ms and 1 s), on a fresh database:
@@ -13,8 +13,8 @@
 //
 // On the first latency's database a second pass follows, in which nothing changed (the fake's
 // clock is frozen): its closed windows (yesterday, the previous month) need their server totals
-// only, so it sends at most 0.55 × what the same pass sent before issue 12 (every channel of
-// every window). Every report `collector-svc export --file -` gives is then compared with the
+// only, so it sends at most 0.55 × what the same pass sent when every channel of every window
+// was searched. Every report `collector-svc export --file -` gives is then compared with the
 // fake's exact counts (its fake-only /_fake/count), so that the bench cannot pass by skipping
 // work. It prints the figures (report.go) and exits 1 when a target is missed.
 //

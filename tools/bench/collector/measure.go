@@ -38,7 +38,7 @@ type passResult struct {
 	latency  time.Duration
 	windows  []reports.Window
 	needed   int // requests the windows need
-	before   int // requests the same pass sent before issue 12: every channel of every window
+	before   int // requests the same pass sends when every channel of every window is searched
 	reports  int // reports the windows make
 	traffic  traffic
 }
@@ -172,8 +172,8 @@ func (e *benchEnv) needed(ctx context.Context, wins []reports.Window, stored map
 	return n, nil
 }
 
-// minimum is the requests the windows took before issue 12 (every channel of every window), and
-// the reports they make.
+// minimum is the requests the windows take when every channel of every window is searched (the
+// baseline of the second pass), and the reports they make.
 func (p *plan) minimum(wins []reports.Window) (requests, reportCount int) {
 	for _, g := range p.guilds {
 		requests += 2 // the guild and its channel list
@@ -191,7 +191,8 @@ type verification struct {
 	bad               []string
 }
 
-// exportedReport is a report of `collector-svc export` (contract section 5), as far as read here.
+// exportedReport is a report of `collector-svc export` (collector-svc/README.md, Import and
+// export file), as far as read here.
 type exportedReport struct {
 	GuildID       string            `json:"guildId"`
 	Date          string            `json:"date"`

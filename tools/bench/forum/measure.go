@@ -27,7 +27,7 @@ import (
 	"forumstats.local/tools/stack"
 )
 
-// headerAPIKey is the service's key header (contract section 3).
+// headerAPIKey is the header that carries forum-svc's API key.
 const headerAPIKey = "Forum-Api-Key"
 
 // results are the measured figures.
