@@ -1,8 +1,8 @@
-// Package reportfile is the import and export file of collector-svc (contract section 5): its
-// shape, its strict decoding with validation that names the offending entry, and its encoding.
+// Package reportfile is the import and export file of collector-svc (its shape is in
+// collector-svc/README.md): its strict decoding with validation that names the offending entry,
+// and its encoding.
 //
-// One extension to the contract's example: an optional top-level "refreshMinutes" (a positive
-// integer). stats-svc answers with it and ages reports by it, so an export carries it and an
+// Besides the servers' reports, an optional top-level "refreshMinutes" (a positive integer). stats-svc answers with it and ages reports by it, so an export carries it and an
 // import applies it when present.
 package reportfile
 
