@@ -24,6 +24,9 @@ import (
 	"forumstats.local/shared/server"
 )
 
+// openAPI is generated from its YAML source in openapi/: edit the source, then run go generate.
+//
+//go:generate go run forumstats.local/shared/openapigen/cmd/openapigen -o openapi.json openapi/openapi.yaml
 //go:embed openapi.json
 var openAPI []byte
 

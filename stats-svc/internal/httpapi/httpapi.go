@@ -82,8 +82,10 @@ func Register(e *echo.Echo, reports Reports, opts Options) {
 	e.Any("/api/openapi.json/", document)
 }
 
-// openAPIDoc is the service's OpenAPI 3.1 document (tested against real answers).
+// openAPIDoc is the service's OpenAPI 3.1 document (tested against real answers), generated from
+// its YAML source in openapi/: edit the source, then run go generate.
 //
+//go:generate go run forumstats.local/shared/openapigen/cmd/openapigen -o openapi.json openapi/openapi.yaml
 //go:embed openapi.json
 var openAPIDoc []byte
 
