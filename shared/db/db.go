@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/glebarez/sqlite"
+	"github.com/libtnb/sqlite"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -60,6 +60,17 @@ func open(ctx context.Context, url string, log *slog.Logger, ping bool) (*gorm.D
 	return gdb, nil
 }
 
+// sqliteParams are the driver's settings of every SQLite connection: wait up to 10 s for another
+// process's write lock (stats-svc and collector-svc share a file), write-ahead logging (readers
+// do not block the writer), foreign keys enforced, fsync at checkpoints only (WAL keeps the
+// database consistent; a power cut may lose the last commits), every transaction BEGIN
+// IMMEDIATE (a transaction that will write takes the write lock before it reads, so it never
+// fails half-way on a lock another took meanwhile), and instants stored as text in SQLite's own
+// layout with the zone ("2006-01-02 15:04:05.999999999-07:00"): the layout every earlier build
+// wrote, so that files written before and after a change of driver read, sort and compare alike.
+const sqliteParams = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)" +
+	"&_pragma=synchronous(NORMAL)&_txlock=immediate&_time_format=sqlite"
+
 // dialectorFor picks the GORM dialector of url and the pool settings that suit its database.
 func dialectorFor(url string) (gorm.Dialector, func(*sql.DB), error) {
 	switch {
@@ -79,7 +90,7 @@ func dialectorFor(url string) (gorm.Dialector, func(*sql.DB), error) {
 				return nil, nil, fmt.Errorf("create database directory: %w", err)
 			}
 		}
-		dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		dsn := "file:" + path + "?" + sqliteParams
 		// One connection serialises writers inside the process; busy_timeout covers the other
 		// process (stats-svc and collector-svc share the file).
 		return sqlite.Open(dsn), func(p *sql.DB) { p.SetMaxOpenConns(1) }, nil

@@ -109,8 +109,11 @@ func expiredAt(date int64) int64 { return date - conversation.RetryWindow }
 // it holds on PostgreSQL and how long it holds SQLite's write lock. Measured on PostgreSQL 15 (2
 // shared cores): a sweep of 100,000 expired rows, 101 statements, took 0.65 to 1.4 s, its longest
 // batch 15 to 52 ms (121 ms once, over the not yet vacuumed rows of an earlier sweep); batches
-// of 5,000 saved a quarter of the total and took up to 60 ms each. On SQLite the same sweep took
-// 2.6 to 3.1 s, its longest batch 67 ms, during which the service's one connection waits.
+// of 5,000 saved a quarter of the total and took up to 60 ms each. On SQLite (modernc.org/sqlite
+// v1.62.0, BenchmarkSQLiteSweep, load average 5 to 16) the same sweep took 0.9 to 2.1 s, median
+// 1.3 s (the driver before it, modernc v1.23.1 through glebarez, in the same alternating runs:
+// 1.9 to 3.0 s, median 2.5 s), its longest batch 47 to 99 ms, during which the service's one
+// connection waits.
 const RetrySweepBatch = 1000
 
 // SweepRetries deletes the rows that no longer count at now (Unix seconds), whoever they belong
