@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
@@ -92,47 +93,58 @@ var errorTable = []struct {
 	{conversation.ErrRequestInProgress, errorSpec{http.StatusConflict, CodeRequestInProgress, "A request with this Idempotency-Key is still in progress; retry later."}},
 }
 
-// Errors that carry parameters, and the ones the HTTP layer raises itself.
+// Errors that carry parameters, and the ones the HTTP layer raises itself. Each is declared
+// through httpSpec, which also lists it in httpSpecs: allCodes reads that list, so a new code is
+// one line here (or in errorTable) and the tests check the OpenAPI document and the README
+// against it.
 var (
-	specMissingScope     = errorSpec{http.StatusForbidden, CodeMissingScope, "The API key lacks a scope this operation needs."}
-	specInvalidPage      = errorSpec{http.StatusBadRequest, CodeInvalidPage, "page must be a positive integer."}
-	specPagePastLast     = errorSpec{http.StatusBadRequest, CodeInvalidPage, "page is past the last page."}
-	specTooManyRequests  = errorSpec{http.StatusTooManyRequests, CodeTooManyRequests, "Too many requests for this API key; retry later."}
-	specTooManyFailures  = errorSpec{http.StatusTooManyRequests, CodeTooManyRequests, "Too many failed authentications from this address; retry later."}
-	specLookupsBusy      = errorSpec{http.StatusTooManyRequests, CodeTooManyRequests, "Too many new API keys to check at the moment; retry later."}
-	specEndpointNotFound = errorSpec{http.StatusNotFound, CodeEndpointNotFound, "The requested endpoint could not be found."}
-	specMethodNotAllowed = errorSpec{http.StatusMethodNotAllowed, CodeMethodNotAllowed, "This endpoint does not accept this method."}
-	specTooLarge         = errorSpec{http.StatusRequestEntityTooLarge, CodeRequestEntityTooLarge, "The request body is too large."}
-	specURITooLong       = errorSpec{http.StatusRequestURITooLong, CodeURITooLong, "The request target (path and query string) is too long."}
-	specHeadersTooLarge  = errorSpec{http.StatusRequestHeaderFieldsTooLarge, CodeHeadersTooLarge, "The request header fields are too large."}
-	specServerError      = errorSpec{http.StatusInternalServerError, CodeServerError, "An unexpected error occurred."}
-	specUnsupportedType  = errorSpec{http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "The body must be application/x-www-form-urlencoded or multipart/form-data."}
-	specMissingInput     = errorSpec{http.StatusBadRequest, CodeRequiredInputMissing, "Required input is missing."}
-	specInvalidRecipient = errorSpec{http.StatusBadRequest, CodeInvalidRecipients, "Recipients must be ids of existing users."}
-	specTooManyRecip     = errorSpec{http.StatusBadRequest, CodeTooManyRecipients, "The conversation would have too many recipients."}
-	specTitleTooLong     = errorSpec{http.StatusBadRequest, CodeTitleTooLong, "The title is too long."}
-	specMessageTooLong   = errorSpec{http.StatusBadRequest, CodeMessageTooLong, "The message is too long."}
-	specInvalidInput     = errorSpec{http.StatusBadRequest, CodeInvalidInput, "A field has a malformed value."}
-	specEditTimeLimit    = errorSpec{http.StatusForbidden, CodeEditTimeLimitExpired, "The time allowed to edit this message has passed."}
-	specMalformedBody    = errorSpec{http.StatusBadRequest, CodeMalformedBody, "The request body or its framing is malformed, or the body was cut short."}
-	specRequestTimeout   = errorSpec{http.StatusRequestTimeout, CodeRequestTimeout, "The request body did not arrive in time."}
-	specTooManyFields    = errorSpec{http.StatusBadRequest, CodeTooManyFields, "The request has too many form fields."}
+	specMissingScope     = httpSpec(http.StatusForbidden, CodeMissingScope, "The API key lacks a scope this operation needs.")
+	specInvalidPage      = httpSpec(http.StatusBadRequest, CodeInvalidPage, "page must be a positive integer.")
+	specPagePastLast     = httpSpec(http.StatusBadRequest, CodeInvalidPage, "page is past the last page.")
+	specTooManyRequests  = httpSpec(http.StatusTooManyRequests, CodeTooManyRequests, "Too many requests for this API key; retry later.")
+	specTooManyFailures  = httpSpec(http.StatusTooManyRequests, CodeTooManyRequests, "Too many failed authentications from this address; retry later.")
+	specLookupsBusy      = httpSpec(http.StatusTooManyRequests, CodeTooManyRequests, "Too many new API keys to check at the moment; retry later.")
+	specEndpointNotFound = httpSpec(http.StatusNotFound, CodeEndpointNotFound, "The requested endpoint could not be found.")
+	specMethodNotAllowed = httpSpec(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "This endpoint does not accept this method.")
+	specTooLarge         = httpSpec(http.StatusRequestEntityTooLarge, CodeRequestEntityTooLarge, "The request body is too large.")
+	specURITooLong       = httpSpec(http.StatusRequestURITooLong, CodeURITooLong, "The request target (path and query string) is too long.")
+	specHeadersTooLarge  = httpSpec(http.StatusRequestHeaderFieldsTooLarge, CodeHeadersTooLarge, "The request header fields are too large.")
+	specServerError      = httpSpec(http.StatusInternalServerError, CodeServerError, "An unexpected error occurred.")
+	specUnsupportedType  = httpSpec(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "The body must be application/x-www-form-urlencoded or multipart/form-data.")
+	specMissingInput     = httpSpec(http.StatusBadRequest, CodeRequiredInputMissing, "Required input is missing.")
+	specInvalidRecipient = httpSpec(http.StatusBadRequest, CodeInvalidRecipients, "Recipients must be ids of existing users.")
+	specTooManyRecip     = httpSpec(http.StatusBadRequest, CodeTooManyRecipients, "The conversation would have too many recipients.")
+	specTitleTooLong     = httpSpec(http.StatusBadRequest, CodeTitleTooLong, "The title is too long.")
+	specMessageTooLong   = httpSpec(http.StatusBadRequest, CodeMessageTooLong, "The message is too long.")
+	specInvalidInput     = httpSpec(http.StatusBadRequest, CodeInvalidInput, "A field has a malformed value.")
+	specEditTimeLimit    = httpSpec(http.StatusForbidden, CodeEditTimeLimitExpired, "The time allowed to edit this message has passed.")
+	specMalformedBody    = httpSpec(http.StatusBadRequest, CodeMalformedBody, "The request body or its framing is malformed, or the body was cut short.")
+	specRequestTimeout   = httpSpec(http.StatusRequestTimeout, CodeRequestTimeout, "The request body did not arrive in time.")
+	specTooManyFields    = httpSpec(http.StatusBadRequest, CodeTooManyFields, "The request has too many form fields.")
 )
 
-// allCodes lists every code the service answers with (the OpenAPI test checks the document).
+// httpSpecs lists every errorSpec declared through httpSpec, in declaration order.
+var httpSpecs []errorSpec
+
+// httpSpec declares an answer of the HTTP layer and lists it in httpSpecs.
+func httpSpec(status int, code, message string) errorSpec {
+	s := errorSpec{status, code, message}
+	httpSpecs = append(httpSpecs, s)
+	return s
+}
+
+// allCodes lists every code the service answers with, once each, in the order declared: the
+// domain errors' (errorTable), then the HTTP layer's (httpSpecs).
 func allCodes() []string {
-	codes := []string{}
+	var codes []string
 	for _, e := range errorTable {
 		codes = append(codes, e.code)
 	}
-	for _, s := range []errorSpec{specMissingScope, specInvalidPage, specPagePastLast, specTooManyRequests,
-		specEndpointNotFound, specMethodNotAllowed, specTooLarge, specURITooLong, specHeadersTooLarge, specServerError,
-		specUnsupportedType, specMissingInput, specInvalidRecipient, specTooManyRecip, specTitleTooLong,
-		specMessageTooLong, specInvalidInput, specEditTimeLimit, specMalformedBody, specRequestTimeout,
-		specTooManyFields} {
+	for _, s := range httpSpecs {
 		codes = append(codes, s.code)
 	}
-	return codes
+	slices.Sort(codes)
+	return slices.Compact(codes)
 }
 
 // rateLimitedError is a request refused by the key's rate limit, or (byAddress) by its address's
