@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,7 +11,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	"forumstats.local/shared/config"
 	"forumstats.local/shared/server"
 	"forumstats.local/shared/server/servertest"
+	"forumstats.local/shared/testutil"
 )
 
 // envelope answers every error as {"error":"<status>"} and records the statuses, as a service's
@@ -33,27 +32,9 @@ func envelope(err error, c echo.Context) {
 	_ = c.JSONBlob(code, []byte(fmt.Sprintf(`{"error":"%d"}`, code)))
 }
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // served is an Echo of shared/server with a form route that reads its body, behind Serve.
-func served(t *testing.T, httpCfg config.HTTP) (addr string, logs *syncBuffer) {
-	logs = &syncBuffer{}
+func served(t *testing.T, httpCfg config.HTTP) (addr string, logs *testutil.Buffer) {
+	logs = &testutil.Buffer{}
 	e := server.New(server.Options{
 		Logger:       slog.New(slog.NewJSONHandler(logs, nil)),
 		ErrorHandler: envelope,
@@ -190,7 +171,7 @@ func TestClientBodyErrors(t *testing.T) {
 }
 
 // waitLog returns the log line holding both strings, waiting up to 5 s for it.
-func waitLog(t *testing.T, logs *syncBuffer, a, b string) string {
+func waitLog(t *testing.T, logs *testutil.Buffer, a, b string) string {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		for _, l := range strings.Split(logs.String(), "\n") {
@@ -300,7 +281,7 @@ func TestClientAddress(t *testing.T) {
 // Invented methods count under one label, whatever their number: the series and /metrics stay
 // bounded; a megabyte method and path give a bounded log line.
 func TestRequestLabelsAndLogsBounded(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &testutil.Buffer{}
 	e := server.New(server.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil)), ErrorHandler: envelope})
 	metrics := func() string {
 		rec := httptest.NewRecorder()

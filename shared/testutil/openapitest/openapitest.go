@@ -4,13 +4,16 @@
 package openapitest
 
 import (
+	"bytes"
 	"context"
 	"net/http"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
+	"forumstats.local/shared/openapigen"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
@@ -91,4 +94,22 @@ func (c *Checker) Unreached() []string {
 	}
 	sort.Strings(missed)
 	return missed
+}
+
+// Generated fails t unless served, the document a service embeds and serves, is exactly what the
+// YAML source at path expands to (shared/openapigen), so that the JSON is never edited by hand
+// and the source never drifts from what clients receive.
+func Generated(t testing.TB, path string, served []byte) {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := openapigen.Generate(src)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if !bytes.Equal(served, want) {
+		t.Fatalf("the served document differs from %s: run go generate ./... and commit both", path)
+	}
 }
