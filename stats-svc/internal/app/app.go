@@ -24,10 +24,10 @@ import (
 	"forumstats.local/shared/ratelimit"
 	"forumstats.local/shared/reports"
 	"forumstats.local/shared/server"
+	"forumstats.local/stats-svc/internal/answers"
 	"forumstats.local/stats-svc/internal/cache"
 	"forumstats.local/stats-svc/internal/chatmetrics"
 	"forumstats.local/stats-svc/internal/httpapi"
-	"forumstats.local/stats-svc/internal/report"
 	"forumstats.local/stats-svc/internal/store"
 	"forumstats.local/stats-svc/internal/web"
 )
@@ -171,7 +171,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
 		return nil, err
 	}
 	gdb, rc := b.DB, b.Redis
-	st := store.New(gdb, report.Links{CDN: cfg.CDN})
+	st := store.New(gdb, answers.Links{CDN: cfg.CDN})
 	st.RouteReads(reads)
 	c := cache.New(st, rc, cache.Options{
 		Logger:    log,
