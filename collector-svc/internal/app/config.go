@@ -1,7 +1,3 @@
-// Package app builds collector-svc from its configuration: the serving collector, each command of
-// the CLI (serve, run-once, import, export) and the fake Discord. The command's main only parses
-// flags, dispatches here and handles signals; the benchmark runs the built command, so that both
-// run the same thing.
 package app
 
 import (

@@ -24,10 +24,10 @@ import (
 	"forumstats.local/shared/ratelimit"
 	"forumstats.local/shared/reports"
 	"forumstats.local/shared/server"
+	"forumstats.local/stats-svc/internal/answers"
 	"forumstats.local/stats-svc/internal/cache"
+	"forumstats.local/stats-svc/internal/chatmetrics"
 	"forumstats.local/stats-svc/internal/httpapi"
-	"forumstats.local/stats-svc/internal/metrics"
-	"forumstats.local/stats-svc/internal/report"
 	"forumstats.local/stats-svc/internal/store"
 	"forumstats.local/stats-svc/internal/web"
 )
@@ -153,7 +153,7 @@ type Service struct {
 
 	backend   *backend.Backend
 	reads     *db.Reads
-	chat      *metrics.Collector // registered on the default registry until Close; nil if not
+	chat      *chatmetrics.Collector // registered on the default registry until Close; nil if not
 	stopWatch context.CancelFunc
 	watching  chan struct{}
 }
@@ -171,7 +171,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
 		return nil, err
 	}
 	gdb, rc := b.DB, b.Redis
-	st := store.New(gdb, report.Links{CDN: cfg.CDN})
+	st := store.New(gdb, answers.Links{CDN: cfg.CDN})
 	st.RouteReads(reads)
 	c := cache.New(st, rc, cache.Options{
 		Logger:    log,
@@ -238,9 +238,9 @@ func Handler(log *slog.Logger, source httpapi.Reports, database *gorm.DB, opts H
 // registerChatMetrics exports the stored counts on /metrics (the default registry, which
 // shared/server serves). A second Service in one process (tests) leaves the first one's.
 func (s *Service) registerChatMetrics(gdb *gorm.DB, reads *db.Reads, log *slog.Logger) {
-	src := metrics.NewDB(gdb)
+	src := chatmetrics.NewDB(gdb)
 	src.RouteReads(reads)
-	chat := metrics.New(src, metrics.Options{Logger: log})
+	chat := chatmetrics.New(src, chatmetrics.Options{Logger: log})
 	if err := prometheus.Register(chat); err != nil {
 		log.Warn("chat_* metrics not registered", "err", err)
 		return

@@ -21,8 +21,8 @@ import (
 
 	"forumstats.local/shared/metrics"
 	"forumstats.local/shared/reports"
+	"forumstats.local/stats-svc/internal/answers"
 	"forumstats.local/stats-svc/internal/query"
-	"forumstats.local/stats-svc/internal/report"
 )
 
 var (
@@ -51,12 +51,12 @@ func init() {
 
 // Source is the uncached implementation (the store).
 type Source interface {
-	Statistics(ctx context.Context, q query.Query, now time.Time) (report.Answer, error)
-	Icons(ctx context.Context, server string) (report.Answer, error)
-	Series(ctx context.Context, q query.Series, now time.Time) (report.Answer, error)
+	Statistics(ctx context.Context, q query.Query, now time.Time) (answers.Answer, error)
+	Icons(ctx context.Context, server string) (answers.Answer, error)
+	Series(ctx context.Context, q query.Series, now time.Time) (answers.Answer, error)
 	Generation(ctx context.Context) (int64, error)
 	// Catalog is who the catalog's servers are, to key one server's answers by its guild id.
-	Catalog(ctx context.Context) (report.Catalog, error)
+	Catalog(ctx context.Context) (answers.Catalog, error)
 }
 
 // Options tune the cache; zero values take the defaults.
@@ -93,7 +93,7 @@ type Cache struct {
 	// cold holds a token per read from the source in progress (nil: no bound).
 	cold chan struct{}
 	// catalog is the newest catalog read, for the guild id of a server parameter.
-	catalog atomic.Pointer[report.Catalog]
+	catalog atomic.Pointer[answers.Catalog]
 }
 
 // New decorates src. rdb may be nil: then only the in-process cache serves.
@@ -131,42 +131,42 @@ func New(src Source, rdb *redis.Client, opts Options) *Cache {
 func (c *Cache) Generation() int64 { return c.gen.Load() }
 
 // Statistics answers q from the cache or the source.
-func (c *Cache) Statistics(ctx context.Context, q query.Query, now time.Time) (report.Answer, error) {
+func (c *Cache) Statistics(ctx context.Context, q query.Query, now time.Time) (answers.Answer, error) {
 	var err error
 	if q.Server, err = c.guild(ctx, q.Server); err != nil {
-		return report.Answer{}, err
+		return answers.Answer{}, err
 	}
-	return c.get(ctx, "s|"+q.Key(), now, func(ctx context.Context) (report.Answer, error) {
+	return c.get(ctx, "s|"+q.Key(), now, func(ctx context.Context) (answers.Answer, error) {
 		return c.src.Statistics(ctx, q, now)
 	})
 }
 
 // Series answers the daily-series request q from the cache or the source.
-func (c *Cache) Series(ctx context.Context, q query.Series, now time.Time) (report.Answer, error) {
+func (c *Cache) Series(ctx context.Context, q query.Series, now time.Time) (answers.Answer, error) {
 	var err error
 	if q.Server, err = c.guild(ctx, q.Server); err != nil {
-		return report.Answer{}, err
+		return answers.Answer{}, err
 	}
-	return c.get(ctx, "c|"+q.Key(), now, func(ctx context.Context) (report.Answer, error) {
+	return c.get(ctx, "c|"+q.Key(), now, func(ctx context.Context) (answers.Answer, error) {
 		return c.src.Series(ctx, q, now)
 	})
 }
 
 // Icons answers the icons request for server ("" for all). Icons do not
 // depend on the clock, only on the data.
-func (c *Cache) Icons(ctx context.Context, server string) (report.Answer, error) {
+func (c *Cache) Icons(ctx context.Context, server string) (answers.Answer, error) {
 	server, err := c.guild(ctx, server)
 	if err != nil {
-		return report.Answer{}, err
+		return answers.Answer{}, err
 	}
-	return c.get(ctx, "i|"+server, time.Now(), func(ctx context.Context) (report.Answer, error) {
+	return c.get(ctx, "i|"+server, time.Now(), func(ctx context.Context) (answers.Answer, error) {
 		return c.src.Icons(ctx, server)
 	})
 }
 
 // guild turns a server parameter into the guild id it names ("" stays: all servers), so that
 // every spelling of one server ("2", "02", its guild id) is one cache entry and one read; a
-// parameter that names no server is report.ErrServerNotFound without a read of the reports. The
+// parameter that names no server is answers.ErrServerNotFound without a read of the reports. The
 // catalog is read once per data generation (the collector's catalog changes bump it).
 func (c *Cache) guild(ctx context.Context, server string) (string, error) {
 	if server == "" {
@@ -193,11 +193,11 @@ func (c *Cache) guild(ctx context.Context, server string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		cat = v.(*report.Catalog)
+		cat = v.(*answers.Catalog)
 	}
 	guild, ok := cat.Resolve(server)
 	if !ok {
-		return "", report.ErrServerNotFound
+		return "", answers.ErrServerNotFound
 	}
 	return guild, nil
 }
@@ -231,7 +231,7 @@ func (c *Cache) enter(ctx context.Context) (func(), error) {
 	return nil, ErrBusy
 }
 
-func (c *Cache) get(ctx context.Context, key string, now time.Time, load func(context.Context) (report.Answer, error)) (report.Answer, error) {
+func (c *Cache) get(ctx context.Context, key string, now time.Time, load func(context.Context) (answers.Answer, error)) (answers.Answer, error) {
 	gen := c.gen.Load()
 	if a, ok := c.l1.get(gen, key, now); ok {
 		foundL1.Inc()
@@ -244,35 +244,35 @@ func (c *Cache) get(ctx context.Context, key string, now time.Time, load func(co
 		ctx := context.WithoutCancel(ctx)
 		if a, ok := c.redisGet(ctx, gen, key, now); ok {
 			foundL2.Inc()
-			a.ETag = report.Tag(a.Body)
+			a.ETag = answers.Tag(a.Body)
 			c.l1.put(key, a, c.expiry(a, now))
 			return a, nil
 		}
 		release, err := c.enter(ctx)
 		if err != nil {
-			return report.Answer{}, err
+			return answers.Answer{}, err
 		}
 		a, err := load(ctx)
 		release()
 		if err != nil {
-			return report.Answer{}, err
+			return answers.Answer{}, err
 		}
 		foundSource.Inc()
-		a.ETag = report.Tag(a.Body)
+		a.ETag = answers.Tag(a.Body)
 		c.observe(a.Generation)
 		c.l1.put(key, a, c.expiry(a, now))
 		c.redisSet(ctx, key, a, now)
 		return a, nil
 	})
 	if err != nil {
-		return report.Answer{}, err
+		return answers.Answer{}, err
 	}
-	return v.(report.Answer), nil
+	return v.(answers.Answer), nil
 }
 
 // expiry is when an entry must stop being served: the answer's own
 // validity, capped by MaxTTL.
-func (c *Cache) expiry(a report.Answer, now time.Time) time.Time {
+func (c *Cache) expiry(a answers.Answer, now time.Time) time.Time {
 	exp := now.Add(c.opts.MaxTTL)
 	if !a.ValidUntil.IsZero() && a.ValidUntil.Before(exp) {
 		exp = a.ValidUntil
@@ -288,31 +288,31 @@ func (c *Cache) redisKey(gen int64, key string) string {
 // (8 bytes) and the body.
 const headerLen = 16
 
-func (c *Cache) redisGet(ctx context.Context, gen int64, key string, now time.Time) (report.Answer, bool) {
+func (c *Cache) redisGet(ctx context.Context, gen int64, key string, now time.Time) (answers.Answer, bool) {
 	if c.rdb == nil {
-		return report.Answer{}, false
+		return answers.Answer{}, false
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.RedisTimeout)
 	defer cancel()
 	b, err := c.rdb.Get(ctx, c.redisKey(gen, key)).Bytes()
 	if errors.Is(err, redis.Nil) {
-		return report.Answer{}, false
+		return answers.Answer{}, false
 	}
 	if err != nil {
 		c.fallback("get", err)
-		return report.Answer{}, false
+		return answers.Answer{}, false
 	}
 	if len(b) < headerLen {
-		return report.Answer{}, false
+		return answers.Answer{}, false
 	}
 	exp := time.Unix(0, int64(binary.BigEndian.Uint64(b)))
 	if !now.Before(exp) {
-		return report.Answer{}, false
+		return answers.Answer{}, false
 	}
-	return report.Answer{Body: b[headerLen:], ValidUntil: exp, Generation: int64(binary.BigEndian.Uint64(b[8:]))}, true
+	return answers.Answer{Body: b[headerLen:], ValidUntil: exp, Generation: int64(binary.BigEndian.Uint64(b[8:]))}, true
 }
 
-func (c *Cache) redisSet(ctx context.Context, key string, a report.Answer, now time.Time) {
+func (c *Cache) redisSet(ctx context.Context, key string, a answers.Answer, now time.Time) {
 	if c.rdb == nil {
 		return
 	}

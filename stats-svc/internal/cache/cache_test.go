@@ -17,8 +17,8 @@ import (
 
 	"forumstats.local/shared/form"
 	sharedtest "forumstats.local/shared/testutil"
+	"forumstats.local/stats-svc/internal/answers"
 	"forumstats.local/stats-svc/internal/query"
-	"forumstats.local/stats-svc/internal/report"
 )
 
 var redisURL string
@@ -44,39 +44,39 @@ type countingSource struct {
 	fail     error
 }
 
-func (s *countingSource) Statistics(_ context.Context, q query.Query, now time.Time) (report.Answer, error) {
+func (s *countingSource) Statistics(_ context.Context, q query.Query, now time.Time) (answers.Answer, error) {
 	return s.load("s:"+q.Key(), now)
 }
 
-func (s *countingSource) Icons(_ context.Context, server string) (report.Answer, error) {
+func (s *countingSource) Icons(_ context.Context, server string) (answers.Answer, error) {
 	return s.load("i:"+server, time.Now())
 }
 
-func (s *countingSource) Series(_ context.Context, q query.Series, now time.Time) (report.Answer, error) {
+func (s *countingSource) Series(_ context.Context, q query.Series, now time.Time) (answers.Answer, error) {
 	return s.load("c:"+q.Key(), now)
 }
 
 func (s *countingSource) Generation(context.Context) (int64, error) { return s.gen.Load(), nil }
 
 // Catalog is servers 1 to 3 with guild ids 1001 to 1003; catalogs counts its reads.
-func (s *countingSource) Catalog(context.Context) (report.Catalog, error) {
+func (s *countingSource) Catalog(context.Context) (answers.Catalog, error) {
 	s.catalogs.Add(1)
-	var entries []report.CatalogEntry
+	var entries []answers.CatalogEntry
 	for n := 1; n <= 3; n++ {
-		entries = append(entries, report.CatalogEntry{Number: n, GuildID: strconv.Itoa(1000 + n)})
+		entries = append(entries, answers.CatalogEntry{Number: n, GuildID: strconv.Itoa(1000 + n)})
 	}
-	return report.NewCatalog(s.gen.Load(), entries), nil
+	return answers.NewCatalog(s.gen.Load(), entries), nil
 }
 
-func (s *countingSource) load(key string, now time.Time) (report.Answer, error) {
+func (s *countingSource) load(key string, now time.Time) (answers.Answer, error) {
 	s.calls.Add(1)
 	if s.release != nil {
 		<-s.release
 	}
 	if s.fail != nil {
-		return report.Answer{}, s.fail
+		return answers.Answer{}, s.fail
 	}
-	a := report.Answer{Body: []byte(fmt.Sprintf("%s@%d", key, s.gen.Load())), Generation: s.gen.Load()}
+	a := answers.Answer{Body: []byte(fmt.Sprintf("%s@%d", key, s.gen.Load())), Generation: s.gen.Load()}
 	if s.valid > 0 {
 		a.ValidUntil = now.Add(s.valid)
 	}
@@ -169,10 +169,10 @@ func TestNewGenerationMisses(t *testing.T) {
 }
 
 func TestErrorsAreNotCached(t *testing.T) {
-	src := &countingSource{fail: report.ErrServerNotFound}
+	src := &countingSource{fail: answers.ErrServerNotFound}
 	c := New(src, nil, Options{})
 	for i := 0; i < 2; i++ {
-		if _, err := c.Icons(context.Background(), "2"); !errors.Is(err, report.ErrServerNotFound) {
+		if _, err := c.Icons(context.Background(), "2"); !errors.Is(err, answers.ErrServerNotFound) {
 			t.Fatalf("error %v", err)
 		}
 	}
@@ -209,7 +209,7 @@ func TestConcurrentMissesLoadOnce(t *testing.T) {
 func TestL1Bound(t *testing.T) {
 	l := newL1(1000)
 	for i := 0; i < 100; i++ {
-		l.put(fmt.Sprint(i), report.Answer{Body: make([]byte, 90)}, t0.Add(time.Hour))
+		l.put(fmt.Sprint(i), answers.Answer{Body: make([]byte, 90)}, t0.Add(time.Hour))
 		if l.bytes > 1000 {
 			t.Fatalf("l1 holds %d bytes", l.bytes)
 		}
@@ -217,7 +217,7 @@ func TestL1Bound(t *testing.T) {
 	if len(l.items) == 0 || len(l.items) > 11 {
 		t.Fatalf("l1 holds %d items", len(l.items))
 	}
-	l.put("huge", report.Answer{Body: make([]byte, 400)}, t0.Add(time.Hour))
+	l.put("huge", answers.Answer{Body: make([]byte, 400)}, t0.Add(time.Hour))
 	if _, ok := l.get(0, "huge", t0); ok {
 		t.Fatal("an answer over a quarter of the budget was kept")
 	}
@@ -247,7 +247,7 @@ func TestRedisSharedBetweenInstances(t *testing.T) {
 	for i, c := range []*Cache{New(src, rc, Options{KeyPrefix: p}), New(src, nil, Options{})} {
 		for range 2 {
 			a, err := c.Statistics(context.Background(), q, now)
-			if err != nil || a.ETag == "" || a.ETag != report.Tag(a.Body) {
+			if err != nil || a.ETag == "" || a.ETag != answers.Tag(a.Body) {
 				t.Fatalf("cache %d: ETag %q for %q (%v)", i, a.ETag, a.Body, err)
 			}
 		}
@@ -326,14 +326,14 @@ func TestServerSpellingsShareOneEntry(t *testing.T) {
 	ctx := context.Background()
 	for _, tt := range []struct {
 		name  string
-		load  func(server string) (report.Answer, error)
+		load  func(server string) (answers.Answer, error)
 		loads int64
 	}{
-		{"statistics", func(s string) (report.Answer, error) {
+		{"statistics", func(s string) (answers.Answer, error) {
 			return c.Statistics(ctx, mustQuery(t, "period=week&server="+s), t0)
 		}, 1},
-		{"icons", func(s string) (report.Answer, error) { return c.Icons(ctx, s) }, 1},
-		{"series", func(s string) (report.Answer, error) {
+		{"icons", func(s string) (answers.Answer, error) { return c.Icons(ctx, s) }, 1},
+		{"series", func(s string) (answers.Answer, error) {
 			q, err := query.ParseSeries(form.Parse("from=2026-11-01&to=2026-11-20&server=" + s))
 			if err != nil {
 				t.Fatal(err)
@@ -361,7 +361,7 @@ func TestServerSpellingsShareOneEntry(t *testing.T) {
 			t.Errorf("%s: %d loads, want %d", tt.name, n, tt.loads)
 		}
 		for _, unknown := range []string{"4", "0", "99999999999999999"} {
-			if _, err := tt.load(unknown); !errors.Is(err, report.ErrServerNotFound) {
+			if _, err := tt.load(unknown); !errors.Is(err, answers.ErrServerNotFound) {
 				t.Errorf("%s %s: %v, want not found", tt.name, unknown, err)
 			}
 		}

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"forumstats.local/stats-svc/internal/report"
+	"forumstats.local/stats-svc/internal/answers"
 )
 
 // l1 is the in-process level: the answers of one generation, bounded by the
@@ -18,7 +18,7 @@ type l1 struct {
 }
 
 type l1Entry struct {
-	answer  report.Answer
+	answer  answers.Answer
 	expires time.Time
 }
 
@@ -26,18 +26,18 @@ func newL1(maxBytes int) *l1 {
 	return &l1{items: map[string]l1Entry{}, maxBytes: maxBytes}
 }
 
-func (l *l1) get(gen int64, key string, now time.Time) (report.Answer, bool) {
+func (l *l1) get(gen int64, key string, now time.Time) (answers.Answer, bool) {
 	l.mu.RLock()
 	e, ok := l.items[key]
 	sameGen := l.gen == gen
 	l.mu.RUnlock()
 	if !ok || !sameGen || !now.Before(e.expires) {
-		return report.Answer{}, false
+		return answers.Answer{}, false
 	}
 	return e.answer, true
 }
 
-func (l *l1) put(key string, a report.Answer, expires time.Time) {
+func (l *l1) put(key string, a answers.Answer, expires time.Time) {
 	size := len(a.Body) + len(key)
 	if size > l.maxBytes/4 {
 		return // one answer may not crowd out the rest

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"forumstats.local/shared/db"
-	"forumstats.local/stats-svc/internal/report/reporttest"
+	"forumstats.local/stats-svc/internal/answers/answerstest"
 )
 
 const (
@@ -190,9 +190,9 @@ func TestHeadMatchesGet(t *testing.T) {
 	}
 }
 
-func getStats(t *testing.T, s *stack, target string) reporttest.Statistics {
+func getStats(t *testing.T, s *stack, target string) answerstest.Statistics {
 	t.Helper()
-	return getJSON[reporttest.Statistics](t, s, target)
+	return getJSON[answerstest.Statistics](t, s, target)
 }
 
 func str(p *string) string {
@@ -221,7 +221,7 @@ func TestMonthDefault(t *testing.T) {
 			t.Fatalf("%s: totals %d %d %d %v", target, *b.TotalServers, *b.ReadyServers, *b.TotalMessages, *b.Complete)
 		}
 		alpha, beta, gamma := b.Servers[0], b.Servers[1], b.Servers[2]
-		wantCh := []reporttest.Channel{
+		wantCh := []answerstest.Channel{
 			{ID: "10", Name: "general", Messages: 200},
 			{ID: "9", Name: "random", Messages: 50},
 			{ID: "11", Name: "memes", Messages: 50},
@@ -273,7 +273,7 @@ func TestWeek(t *testing.T) {
 		}
 		alpha, beta, gamma := b.Servers[0], b.Servers[1], b.Servers[2]
 		// Channels summed by id, the name from the newest day.
-		wantCh := []reporttest.Channel{{ID: "10", Name: "general", Messages: 70}, {ID: "12", Name: "new-name", Messages: 7}}
+		wantCh := []answerstest.Channel{{ID: "10", Name: "general", Messages: 70}, {ID: "12", Name: "new-name", Messages: 7}}
 		if alpha.Status != "ok" || num(alpha.TotalMessages) != 77 || !reflect.DeepEqual(alpha.Channels, wantCh) ||
 			str(alpha.GeneratedAt) != "2026-11-14T21:30:00Z" {
 			t.Fatalf("alpha %+v", alpha)
@@ -284,7 +284,7 @@ func TestWeek(t *testing.T) {
 		}
 		// A stale day keeps the sum; the stored error shows.
 		if gamma.Status != "stale" || num(gamma.TotalMessages) != 14 || gamma.Error == nil || gamma.Error.Code != "http_500" ||
-			!reflect.DeepEqual(gamma.Channels, []reporttest.Channel{{ID: "30", Name: "general", Messages: 14}}) {
+			!reflect.DeepEqual(gamma.Channels, []answerstest.Channel{{ID: "30", Name: "general", Messages: 14}}) {
 			t.Fatalf("gamma %+v", gamma)
 		}
 		if *b.ReadyServers != 1 || *b.TotalMessages != 77 || *b.Complete || *b.TotalServers != 3 {
@@ -313,7 +313,7 @@ func TestRangeAndDay(t *testing.T) {
 	// 15 days: PostgreSQL sums the channels in two halves; the sums and the
 	// newest names cross the split.
 	b = getStats(t, s, statsPath+"?period=range&from=2026-11-06&to=2026-11-20&server=01")
-	wantCh := []reporttest.Channel{
+	wantCh := []answerstest.Channel{
 		{ID: "10", Name: "general", Messages: 150},
 		{ID: "12", Name: "new-name", Messages: 15},
 		{ID: "13", Name: "archived", Messages: 2},

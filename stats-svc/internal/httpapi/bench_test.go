@@ -12,9 +12,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"forumstats.local/shared/server"
+	"forumstats.local/stats-svc/internal/answers"
 	"forumstats.local/stats-svc/internal/cache"
 	"forumstats.local/stats-svc/internal/httpapi"
-	"forumstats.local/stats-svc/internal/report"
 	"forumstats.local/stats-svc/internal/store"
 )
 
@@ -25,7 +25,7 @@ func BenchmarkWarmHandler(b *testing.B) {
 	t := &testing.T{}
 	gdb := pgDB(t)
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	c := cache.New(store.New(gdb, report.Links{CDN: cdn}), nil, cache.Options{Logger: log})
+	c := cache.New(store.New(gdb, answers.Links{CDN: cdn}), nil, cache.Options{Logger: log})
 	if err := c.Refresh(context.Background()); err != nil {
 		b.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"forumstats.local/stats-svc/internal/report"
+	"forumstats.local/stats-svc/internal/answers"
 )
 
 // maxAge caps Cache-Control's max-age: new data may arrive at any moment, so
@@ -17,10 +17,10 @@ const maxAge = 60 * time.Second
 
 // answer writes a 200 answer with its ETag and Cache-Control, or 304 with no
 // body when If-None-Match names its tag.
-func answer(c echo.Context, a report.Answer, now time.Time) error {
+func answer(c echo.Context, a answers.Answer, now time.Time) error {
 	tag := a.ETag
 	if tag == "" {
-		tag = report.Tag(a.Body) // no cache in front (tests, tools)
+		tag = answers.Tag(a.Body) // no cache in front (tests, tools)
 	}
 	h := c.Response().Header()
 	h.Set(echo.HeaderCacheControl, "public, max-age="+strconv.Itoa(maxAgeSeconds(a.ValidUntil, now)))

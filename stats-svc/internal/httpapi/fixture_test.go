@@ -21,11 +21,11 @@ import (
 	"forumstats.local/shared/migrate"
 	"forumstats.local/shared/reports"
 	"forumstats.local/shared/testutil"
+	"forumstats.local/stats-svc/internal/answers"
 	"forumstats.local/stats-svc/internal/app"
 	"forumstats.local/stats-svc/internal/cache"
 	"forumstats.local/stats-svc/internal/httpapi"
 	"forumstats.local/stats-svc/internal/query"
-	"forumstats.local/stats-svc/internal/report"
 	"forumstats.local/stats-svc/internal/store"
 )
 
@@ -221,17 +221,17 @@ func (h heldSource) wait() {
 	<-h.hold
 }
 
-func (h heldSource) Statistics(ctx context.Context, q query.Query, now time.Time) (report.Answer, error) {
+func (h heldSource) Statistics(ctx context.Context, q query.Query, now time.Time) (answers.Answer, error) {
 	h.wait()
 	return h.Store.Statistics(ctx, q, now)
 }
 
-func (h heldSource) Icons(ctx context.Context, server string) (report.Answer, error) {
+func (h heldSource) Icons(ctx context.Context, server string) (answers.Answer, error) {
 	h.wait()
 	return h.Store.Icons(ctx, server)
 }
 
-func (h heldSource) Series(ctx context.Context, q query.Series, now time.Time) (report.Answer, error) {
+func (h heldSource) Series(ctx context.Context, q query.Series, now time.Time) (answers.Answer, error) {
 	h.wait()
 	return h.Store.Series(ctx, q, now)
 }
@@ -243,7 +243,7 @@ var prefixSeq atomic.Int64
 func newStack(t *testing.T, gdb *gorm.DB, o stackOptions) *stack {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st := store.New(gdb, report.Links{CDN: cdn})
+	st := store.New(gdb, answers.Links{CDN: cdn})
 	s := &stack{}
 	var reportsAPI httpapi.Reports = st
 	if !o.direct {

@@ -17,16 +17,16 @@ import (
 	"forumstats.local/shared/form"
 	"forumstats.local/shared/ratelimit"
 	"forumstats.local/shared/server"
+	"forumstats.local/stats-svc/internal/answers"
 	"forumstats.local/stats-svc/internal/cache"
 	"forumstats.local/stats-svc/internal/query"
-	"forumstats.local/stats-svc/internal/report"
 )
 
 // Reports answers the two operations (the cache, or the store directly).
 type Reports interface {
-	Statistics(ctx context.Context, q query.Query, now time.Time) (report.Answer, error)
-	Icons(ctx context.Context, server string) (report.Answer, error)
-	Series(ctx context.Context, q query.Series, now time.Time) (report.Answer, error)
+	Statistics(ctx context.Context, q query.Query, now time.Time) (answers.Answer, error)
+	Icons(ctx context.Context, server string) (answers.Answer, error)
+	Series(ctx context.Context, q query.Series, now time.Time) (answers.Answer, error)
 }
 
 // Limiter decides whether the client named key (its address) may make one more request now.
@@ -75,7 +75,7 @@ func Register(e *echo.Echo, reports Reports, opts Options) {
 		e.Any(path, h)
 		e.Any(path+"/", h)
 	}
-	document := a.handler(func(context.Context, url.Values, time.Time) (report.Answer, error) {
+	document := a.handler(func(context.Context, url.Values, time.Time) (answers.Answer, error) {
 		return openAPIAnswer, nil
 	})
 	e.Any("/api/openapi.json", document)
@@ -90,13 +90,13 @@ func Register(e *echo.Echo, reports Reports, opts Options) {
 var openAPIDoc []byte
 
 // openAPIAnswer is the document as an answer, its tag computed once.
-var openAPIAnswer = report.Answer{Body: openAPIDoc, ETag: report.Tag(openAPIDoc)}
+var openAPIAnswer = answers.Answer{Body: openAPIDoc, ETag: answers.Tag(openAPIDoc)}
 
 // OpenAPI returns the service's OpenAPI document.
 func OpenAPI() []byte { return openAPIDoc }
 
 // operation answers a request's query string at the moment now.
-type operation func(ctx context.Context, values url.Values, now time.Time) (report.Answer, error)
+type operation func(ctx context.Context, values url.Values, now time.Time) (answers.Answer, error)
 
 // handler serves get on GET and HEAD (405 otherwise), with its ETag and Cache-Control.
 func (a *api) handler(get operation) echo.HandlerFunc {
@@ -114,26 +114,26 @@ func (a *api) handler(get operation) echo.HandlerFunc {
 	}
 }
 
-func (a *api) statistics(ctx context.Context, values url.Values, now time.Time) (report.Answer, error) {
+func (a *api) statistics(ctx context.Context, values url.Values, now time.Time) (answers.Answer, error) {
 	q, err := query.Parse(values, now)
 	if err != nil {
-		return report.Answer{}, err
+		return answers.Answer{}, err
 	}
 	return a.reports.Statistics(ctx, q, now)
 }
 
-func (a *api) icons(ctx context.Context, values url.Values, _ time.Time) (report.Answer, error) {
+func (a *api) icons(ctx context.Context, values url.Values, _ time.Time) (answers.Answer, error) {
 	srv, err := query.ParseIconsServer(values)
 	if err != nil {
-		return report.Answer{}, err
+		return answers.Answer{}, err
 	}
 	return a.reports.Icons(ctx, srv)
 }
 
-func (a *api) series(ctx context.Context, values url.Values, now time.Time) (report.Answer, error) {
+func (a *api) series(ctx context.Context, values url.Values, now time.Time) (answers.Answer, error) {
 	q, err := query.ParseSeries(values)
 	if err != nil {
-		return report.Answer{}, err
+		return answers.Answer{}, err
 	}
 	return a.reports.Series(ctx, q, now)
 }
@@ -205,7 +205,7 @@ var errorTable = []struct {
 	{query.ErrInvalidParameters, http.StatusBadRequest, "invalid_parameters", 0},
 	{query.ErrInvalidRange, http.StatusBadRequest, "invalid_range", 0},
 	{query.ErrInvalidServer, http.StatusBadRequest, "invalid_server", 0},
-	{report.ErrServerNotFound, http.StatusNotFound, "server_not_found", 0},
+	{answers.ErrServerNotFound, http.StatusNotFound, "server_not_found", 0},
 	{errRateLimited, http.StatusTooManyRequests, "too_many_requests", time.Second},
 	// The database is reading as many uncached answers as it may: a second later it has
 	// usually finished some.

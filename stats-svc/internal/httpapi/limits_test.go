@@ -9,8 +9,8 @@ import (
 
 	"forumstats.local/shared/server"
 	"forumstats.local/shared/server/servertest"
+	"forumstats.local/stats-svc/internal/answers"
 	"forumstats.local/stats-svc/internal/httpapi"
-	"forumstats.local/stats-svc/internal/report"
 	"forumstats.local/stats-svc/internal/store"
 )
 
@@ -19,7 +19,7 @@ import (
 // shared/server (net/http would otherwise answer plain text before any handler).
 func TestOversizedRequestHead(t *testing.T) {
 	e := server.New(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ErrorHandler: httpapi.ErrorHandler})
-	httpapi.Register(e, store.New(pgDB(t), report.Links{CDN: cdn}), httpapi.Options{Now: func() time.Time { return testNow }})
+	httpapi.Register(e, store.New(pgDB(t), answers.Links{CDN: cdn}), httpapi.Options{Now: func() time.Time { return testNow }})
 	addr, _ := servertest.Serve(t, e)
 	for _, tt := range []struct {
 		name, method, target, headers string

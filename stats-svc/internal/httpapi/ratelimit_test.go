@@ -12,29 +12,29 @@ import (
 
 	"forumstats.local/shared/ratelimit"
 	"forumstats.local/shared/server"
+	"forumstats.local/stats-svc/internal/answers"
 	"forumstats.local/stats-svc/internal/cache"
 	"forumstats.local/stats-svc/internal/httpapi"
 	"forumstats.local/stats-svc/internal/query"
-	"forumstats.local/stats-svc/internal/report"
 )
 
 // fixedReports answers every operation with one body, or fails with err.
 type fixedReports struct{ err error }
 
-func (f fixedReports) answer() (report.Answer, error) {
+func (f fixedReports) answer() (answers.Answer, error) {
 	if f.err != nil {
-		return report.Answer{}, f.err
+		return answers.Answer{}, f.err
 	}
-	return report.Answer{Body: []byte(`{}`)}, nil
+	return answers.Answer{Body: []byte(`{}`)}, nil
 }
 
-func (f fixedReports) Statistics(context.Context, query.Query, time.Time) (report.Answer, error) {
+func (f fixedReports) Statistics(context.Context, query.Query, time.Time) (answers.Answer, error) {
 	return f.answer()
 }
 
-func (f fixedReports) Icons(context.Context, string) (report.Answer, error) { return f.answer() }
+func (f fixedReports) Icons(context.Context, string) (answers.Answer, error) { return f.answer() }
 
-func (f fixedReports) Series(context.Context, query.Series, time.Time) (report.Answer, error) {
+func (f fixedReports) Series(context.Context, query.Series, time.Time) (answers.Answer, error) {
 	return f.answer()
 }
 

@@ -4,12 +4,12 @@ import (
 	"reflect"
 	"testing"
 
-	"forumstats.local/stats-svc/internal/report/reporttest"
+	"forumstats.local/stats-svc/internal/answers/answerstest"
 )
 
-func getSeries(t *testing.T, s *stack, target string) reporttest.Series {
+func getSeries(t *testing.T, s *stack, target string) answerstest.Series {
 	t.Helper()
-	return getJSON[reporttest.Series](t, s, target)
+	return getJSON[answerstest.Series](t, s, target)
 }
 
 // totals renders a totals array with -1 for null.

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"forumstats.local/shared/reports"
-	"forumstats.local/stats-svc/internal/report"
+	"forumstats.local/stats-svc/internal/answers"
 )
 
 // The big scans on PostgreSQL (report rows and channel sums), decoded from pgx's raw column
@@ -85,11 +85,11 @@ func rawReports(v view, capacity int, query string, args []any) ([]reports.Row, 
 	})
 }
 
-func rawChannels(v view, capacity int, query string, args []any) ([]report.Channel, error) {
+func rawChannels(v view, capacity int, query string, args []any) ([]answers.Channel, error) {
 	var guilds interner
-	return rawScan(v, capacity, query, args, 4, func(m *pgtype.Map, f []pgconn.FieldDescription, c [][]byte) (report.Channel, error) {
+	return rawScan(v, capacity, query, args, 4, func(m *pgtype.Map, f []pgconn.FieldDescription, c [][]byte) (answers.Channel, error) {
 		n, err := rawInt64(m, f[3], c[3])
-		return report.Channel{GuildID: guilds.of(c[0]), ID: string(c[1]), Name: string(c[2]), Messages: n}, err
+		return answers.Channel{GuildID: guilds.of(c[0]), ID: string(c[1]), Name: string(c[2]), Messages: n}, err
 	})
 }
 

@@ -7,7 +7,7 @@ import (
 
 	"forumstats.local/shared/reports"
 	tu "forumstats.local/shared/testutil"
-	"forumstats.local/stats-svc/internal/report"
+	"forumstats.local/stats-svc/internal/answers"
 )
 
 // BenchmarkScanReports measures what reading the 36,600 report rows of a 366-day all-servers
@@ -25,7 +25,7 @@ func BenchmarkScanReports(b *testing.B) {
 		 SELECT guild_id, to_char(DATE '2025-11-24' + d, 'YYYY-MM-DD'), now(), 'ok', number * d
 		 FROM catalog_servers, generate_series(0, 365) d`,
 	)
-	s := New(gdb, report.Links{})
+	s := New(gdb, answers.Links{})
 	query := reportsSQL(reports.KindDay, "BETWEEN ? AND ?")
 	for _, c := range []struct {
 		name string

@@ -14,8 +14,8 @@ import (
 	"forumstats.local/shared/migrate"
 	"forumstats.local/shared/reports"
 	"forumstats.local/shared/testutil"
+	"forumstats.local/stats-svc/internal/answers"
 	"forumstats.local/stats-svc/internal/query"
-	"forumstats.local/stats-svc/internal/report"
 	"forumstats.local/stats-svc/internal/store"
 )
 
@@ -69,7 +69,7 @@ func TestStatisticsOnReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := store.New(dbs[0], report.Links{CDN: "https://cdn.test"})
+	st := store.New(dbs[0], answers.Links{CDN: "https://cdn.test"})
 	st.RouteReads(reads)
 	q := query.Query{Mode: query.ModeRange, From: from, To: to}
 	now := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)

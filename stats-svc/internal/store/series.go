@@ -7,34 +7,34 @@ import (
 	"time"
 
 	"forumstats.local/shared/reports"
+	"forumstats.local/stats-svc/internal/answers"
 	"forumstats.local/stats-svc/internal/query"
-	"forumstats.local/stats-svc/internal/report"
 )
 
 // Series composes the daily-series answer of q at the moment now from two
 // set-based reads in the same consistent view: the daily reports of the range
 // (36,600 small rows for 100 servers over 366 days, by the (day, guild_id)
 // index) and, for one server, its daily channel counts.
-func (s *Store) Series(ctx context.Context, q query.Series, now time.Time) (report.Answer, error) {
-	return s.answer(ctx, q.Server, func(v view, st reports.ReaderState, servers []report.Server, guild string) (report.Answer, error) {
-		data := report.SeriesData{RefreshMinutes: st.RefreshMinutes, Servers: servers}
+func (s *Store) Series(ctx context.Context, q query.Series, now time.Time) (answers.Answer, error) {
+	return s.answer(ctx, q.Server, func(v view, st reports.ReaderState, servers []answers.Server, guild string) (answers.Answer, error) {
+		data := answers.SeriesData{RefreshMinutes: st.RefreshMinutes, Servers: servers}
 		if len(servers) > 0 {
 			days := q.From.DaysUntil(q.To) + 1
 			filter, args := guildFilter(guild, q.From.String(), q.To.String())
 			var err error
 			data.Reports, err = v.reports(len(servers)*days, reportsSQL(reports.KindDay, "BETWEEN ? AND ?")+filter, args...)
 			if err != nil {
-				return report.Answer{}, fmt.Errorf("read daily reports: %w", err)
+				return answers.Answer{}, fmt.Errorf("read daily reports: %w", err)
 			}
 			if guild != "" {
 				data.Channels, err = scanAll(v.tx.Raw("SELECT "+reports.KindDay.ChannelColumns()+" FROM "+
 					reports.KindDay.Tables().Channels+" WHERE day BETWEEN ? AND ?"+filter, args...), 0, scanChannelRow)
 				if err != nil {
-					return report.Answer{}, fmt.Errorf("read daily channels: %w", err)
+					return answers.Answer{}, fmt.Errorf("read daily channels: %w", err)
 				}
 			}
 		}
-		return report.Series(q, now, data)
+		return answers.Series(q, now, data)
 	})
 }
 

@@ -13,14 +13,14 @@ import (
 
 	"forumstats.local/shared/db"
 	"forumstats.local/shared/reports"
+	"forumstats.local/stats-svc/internal/answers"
 	"forumstats.local/stats-svc/internal/query"
-	"forumstats.local/stats-svc/internal/report"
 )
 
 // Store answers statistics and icons requests from the database.
 type Store struct {
 	db      *gorm.DB
-	links   report.Links
+	links   answers.Links
 	dialect db.Dialect
 	// splits bounds the aggregates running on a second connection: a
 	// request holding its first connection never waits for a second one
@@ -35,7 +35,7 @@ type Store struct {
 func (s *Store) RouteReads(r *db.Reads) { s.reads = r }
 
 // New returns a Store over a migrated reports database.
-func New(gdb *gorm.DB, links report.Links) *Store {
+func New(gdb *gorm.DB, links answers.Links) *Store {
 	// Fewer slots than connections: some request without a slot can always
 	// finish and free its connection.
 	slots := 4
@@ -57,9 +57,9 @@ func (s *Store) Generation(ctx context.Context) (int64, error) {
 }
 
 // Statistics composes the statistics answer for q at the moment now.
-func (s *Store) Statistics(ctx context.Context, q query.Query, now time.Time) (report.Answer, error) {
-	return s.answer(ctx, q.Server, func(v view, st reports.ReaderState, servers []report.Server, guild string) (report.Answer, error) {
-		data := report.Data{RefreshMinutes: st.RefreshMinutes, Servers: servers}
+func (s *Store) Statistics(ctx context.Context, q query.Query, now time.Time) (answers.Answer, error) {
+	return s.answer(ctx, q.Server, func(v view, st reports.ReaderState, servers []answers.Server, guild string) (answers.Answer, error) {
+		data := answers.Data{RefreshMinutes: st.RefreshMinutes, Servers: servers}
 		if len(servers) > 0 {
 			var err error
 			if q.Composite() {
@@ -68,36 +68,36 @@ func (s *Store) Statistics(ctx context.Context, q query.Query, now time.Time) (r
 				err = loadMonth(v, &data, guild, q.Month.String())
 			}
 			if err != nil {
-				return report.Answer{}, err
+				return answers.Answer{}, err
 			}
 		}
-		return report.Statistics(q, now, data, s.links)
+		return answers.Statistics(q, now, data, s.links)
 	})
 }
 
 // Catalog reads the catalog's numbers and guild ids, and the generation they belong to, in one
 // consistent view.
-func (s *Store) Catalog(ctx context.Context) (report.Catalog, error) {
-	var out report.Catalog
+func (s *Store) Catalog(ctx context.Context) (answers.Catalog, error) {
+	var out answers.Catalog
 	err := s.read(ctx, func(v view) error {
 		st, err := reports.ReadState(v.tx)
 		if err != nil {
 			return err
 		}
-		var entries []report.CatalogEntry
+		var entries []answers.CatalogEntry
 		if err := v.tx.Raw("SELECT number, guild_id FROM catalog_servers").Scan(&entries).Error; err != nil {
 			return fmt.Errorf("read catalog: %w", err)
 		}
-		out = report.NewCatalog(st.Generation, entries)
+		out = answers.NewCatalog(st.Generation, entries)
 		return nil
 	})
 	return out, err
 }
 
 // Icons composes the icons answer for one server, or all when server is "".
-func (s *Store) Icons(ctx context.Context, server string) (report.Answer, error) {
-	return s.answer(ctx, server, func(_ view, _ reports.ReaderState, servers []report.Server, _ string) (report.Answer, error) {
-		return report.Icons(servers, server != "", s.links)
+func (s *Store) Icons(ctx context.Context, server string) (answers.Answer, error) {
+	return s.answer(ctx, server, func(_ view, _ reports.ReaderState, servers []answers.Server, _ string) (answers.Answer, error) {
+		return answers.Icons(servers, server != "", s.links)
 	})
 }
 
@@ -106,8 +106,8 @@ func (s *Store) Icons(ctx context.Context, server string) (report.Answer, error)
 // one server's guild id, "" for all (all servers need no filter: rows of servers that left the
 // catalog are few, and the composers ignore them). The answer carries the generation read.
 func (s *Store) answer(ctx context.Context, server string,
-	compose func(v view, st reports.ReaderState, servers []report.Server, guild string) (report.Answer, error)) (report.Answer, error) {
-	var out report.Answer
+	compose func(v view, st reports.ReaderState, servers []answers.Server, guild string) (answers.Answer, error)) (answers.Answer, error) {
+	var out answers.Answer
 	err := s.read(ctx, func(v view) error {
 		st, err := reports.ReadState(v.tx)
 		if err != nil {
@@ -195,7 +195,7 @@ FROM catalog_servers c LEFT JOIN guilds g ON g.guild_id = c.guild_id`
 
 // loadServers returns the catalog ordered by number, or the one server the
 // parameter names: an exact guildId match first, else the catalog number.
-func (s *Store) loadServers(tx *gorm.DB, server string) ([]report.Server, error) {
+func (s *Store) loadServers(tx *gorm.DB, server string) ([]answers.Server, error) {
 	var rows []serverRow
 	var err error
 	switch n, isNumber := query.ServerNumber(server); {
@@ -211,13 +211,13 @@ func (s *Store) loadServers(tx *gorm.DB, server string) ([]report.Server, error)
 	}
 	if server != "" {
 		// Both a guildId and a number may match (different servers): the catalog's rule picks.
-		entries := make([]report.CatalogEntry, len(rows))
+		entries := make([]answers.CatalogEntry, len(rows))
 		for i, r := range rows {
-			entries[i] = report.CatalogEntry{Number: r.Number, GuildID: r.GuildID}
+			entries[i] = answers.CatalogEntry{Number: r.Number, GuildID: r.GuildID}
 		}
-		guild, ok := report.NewCatalog(0, entries).Resolve(server)
+		guild, ok := answers.NewCatalog(0, entries).Resolve(server)
 		if !ok {
-			return nil, report.ErrServerNotFound
+			return nil, answers.ErrServerNotFound
 		}
 		for _, r := range rows {
 			if r.GuildID == guild {
@@ -226,9 +226,9 @@ func (s *Store) loadServers(tx *gorm.DB, server string) ([]report.Server, error)
 			}
 		}
 	}
-	out := make([]report.Server, len(rows))
+	out := make([]answers.Server, len(rows))
 	for i, r := range rows {
-		out[i] = report.Server{Number: r.Number, Name: r.Name, GuildID: r.GuildID, Icon: r.Icon, Banner: r.Banner,
+		out[i] = answers.Server{Number: r.Number, Name: r.Name, GuildID: r.GuildID, Icon: r.Icon, Banner: r.Banner,
 			BannerKnown: r.BannerKnown != nil && *r.BannerKnown}
 	}
 	return out, nil
@@ -242,7 +242,7 @@ func reportsSQL(kind reports.Kind, cond string) string {
 
 // loadMonth reads the monthly reports of month and their channels, by the
 // (month, guild_id) indexes (or the primary keys for one server).
-func loadMonth(v view, data *report.Data, guild, month string) error {
+func loadMonth(v view, data *answers.Data, guild, month string) error {
 	filter, args := guildFilter(guild, month)
 	reps, err := v.reports(len(data.Servers), reportsSQL(reports.KindMonth, "= ?")+filter, args...)
 	if err != nil {
@@ -264,7 +264,7 @@ const channelsPerServer = 64
 // loadDays reads the daily reports of from..to (at most 31 per server, small
 // rows) and the channel sums, aggregated in the database: an all-servers
 // range is up to 155k channel rows that must not travel to Go.
-func (s *Store) loadDays(ctx context.Context, v view, data *report.Data, guild string, q query.Query) error {
+func (s *Store) loadDays(ctx context.Context, v view, data *answers.Data, guild string, q query.Query) error {
 	var other chan partResult
 	from, to := q.From, q.To
 	days := from.DaysUntil(to) + 1
@@ -300,7 +300,7 @@ func (s *Store) loadDays(ctx context.Context, v view, data *report.Data, guild s
 	if err != nil {
 		err = fmt.Errorf("read daily reports: %w", err)
 	}
-	var chans []report.Channel
+	var chans []answers.Channel
 	if err == nil {
 		chans, err = s.channelSums(v, len(data.Servers), guild, from.String(), to.String())
 	}
@@ -338,7 +338,7 @@ func (s *Store) trySplit() bool {
 var snapshotID = regexp.MustCompile(`^[0-9A-Fa-f-]+$`)
 
 type partResult struct {
-	rows []report.Channel
+	rows []answers.Channel
 	err  error
 }
 
@@ -347,7 +347,7 @@ type partResult struct {
 // day), compared in byte order whatever the database collation (cheaper, and
 // the day prefix decides). The covering index (day, guild_id, channel_id,
 // messages, name) makes it an index-only scan.
-func (s *Store) channelSums(v view, servers int, guild, from, to string) ([]report.Channel, error) {
+func (s *Store) channelSums(v view, servers int, guild, from, to string) ([]answers.Channel, error) {
 	filter, args := guildFilter(guild, from, to)
 	chans, err := v.channels(servers*channelsPerServer, `SELECT guild_id, channel_id, MAX((day || name)`+s.dialect.ByteOrderCollation+`), CAST(SUM(messages) AS BIGINT)
 FROM `+reports.KindDay.Tables().Channels+` WHERE day BETWEEN ? AND ?`+filter+`
@@ -377,11 +377,11 @@ func (v view) reports(capacity int, query string, args ...any) ([]reports.Row, e
 }
 
 // channels reads channel rows (guild, id, name, messages), capacity of them expected.
-func (v view) channels(capacity int, query string, args ...any) ([]report.Channel, error) {
+func (v view) channels(capacity int, query string, args ...any) ([]answers.Channel, error) {
 	if v.conn != nil {
 		return rawChannels(v, capacity, query, args)
 	}
-	return scanAll(v.tx.Raw(query, args...), capacity, func(rows *sql.Rows, r *report.Channel) error {
+	return scanAll(v.tx.Raw(query, args...), capacity, func(rows *sql.Rows, r *answers.Channel) error {
 		return rows.Scan(&r.GuildID, &r.ID, &r.Name, &r.Messages)
 	})
 }
@@ -407,7 +407,7 @@ func scanAll[T any](q *gorm.DB, capacity int, scan func(*sql.Rows, *T) error) ([
 }
 
 // mergeChannels adds the sums of b into a; names still carry their day.
-func mergeChannels(a, b []report.Channel) []report.Channel {
+func mergeChannels(a, b []answers.Channel) []answers.Channel {
 	type key struct{ guild, id string }
 	at := make(map[key]int, len(a))
 	for i, r := range a {

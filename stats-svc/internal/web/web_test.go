@@ -27,8 +27,8 @@ import (
 	"forumstats.local/shared/migrate"
 	"forumstats.local/shared/reports"
 	"forumstats.local/shared/server"
+	"forumstats.local/stats-svc/internal/answers"
 	"forumstats.local/stats-svc/internal/httpapi"
-	"forumstats.local/stats-svc/internal/report"
 	"forumstats.local/stats-svc/internal/store"
 	"forumstats.local/stats-svc/internal/web"
 )
@@ -124,7 +124,7 @@ func TestDashboardInChromium(t *testing.T) {
 	missing, stale := seed(t, gdb, time.Now())
 
 	e := server.New(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ErrorHandler: httpapi.ErrorHandler})
-	httpapi.Register(e, store.New(gdb, report.Links{CDN: "http://127.0.0.1:1"}), httpapi.Options{Now: time.Now})
+	httpapi.Register(e, store.New(gdb, answers.Links{CDN: "http://127.0.0.1:1"}), httpapi.Options{Now: time.Now})
 	web.Register(e, web.Options{CDN: "http://127.0.0.1:1"})
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)

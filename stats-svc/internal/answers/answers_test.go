@@ -1,4 +1,4 @@
-package report
+package answers
 
 import (
 	"encoding/json"
@@ -10,8 +10,8 @@ import (
 
 	"forumstats.local/shared/form"
 	"forumstats.local/shared/reports"
+	"forumstats.local/stats-svc/internal/answers/answerstest"
 	"forumstats.local/stats-svc/internal/query"
-	"forumstats.local/stats-svc/internal/report/reporttest"
 )
 
 // 2026-11-20 13:00 in Moscow.
@@ -54,9 +54,9 @@ func statistics(t *testing.T, q query.Query, now time.Time, d Data) Answer {
 	return a
 }
 
-func decode(t *testing.T, a Answer) reporttest.Statistics {
+func decode(t *testing.T, a Answer) answerstest.Statistics {
 	t.Helper()
-	return decodeBody[reporttest.Statistics](t, a)
+	return decodeBody[answerstest.Statistics](t, a)
 }
 
 // decodeBody decodes an answer's body as T, failing the test where it does not decode.
@@ -127,7 +127,7 @@ func TestMonthAllServers(t *testing.T) {
 		t.Fatalf("servers: %s", a.Body)
 	}
 	s1, s2, s3 := d.Servers[0], d.Servers[1], d.Servers[2]
-	wantCh := []reporttest.Channel{
+	wantCh := []answerstest.Channel{
 		{ID: "5", Name: "c", Messages: 20},
 		{ID: "9", Name: "a", Messages: 10},
 		{ID: "11", Name: "b", Messages: 10},
@@ -135,7 +135,7 @@ func TestMonthAllServers(t *testing.T) {
 	if s1.Status != reports.StatusOK || *s1.TotalMessages != 40 || !reflect.DeepEqual(s1.Channels, wantCh) || s1.Error != nil {
 		t.Fatalf("alpha: %+v", s1)
 	}
-	if s2.Status != reports.StatusStale || *s2.TotalMessages != 7 || s2.Error == nil || *s2.Error != (reporttest.Error{Code: "rate_limited", Message: "slow down"}) {
+	if s2.Status != reports.StatusStale || *s2.TotalMessages != 7 || s2.Error == nil || *s2.Error != (answerstest.Error{Code: "rate_limited", Message: "slow down"}) {
 		t.Fatalf("beta: %+v", s2)
 	}
 	if *s2.IconURL != "https://cdn.example/icons/200/a_anim.gif?size=256" || s2.BannerURL != nil {

@@ -1,7 +1,7 @@
-// Package report composes the statistics and icons answers from stored
+// Package answers composes the statistics and icons answers from stored
 // report rows: the missing/stale/ok rules, age-staleness, channel merging,
 // all-server totals, CDN links and the JSON encoding. It does no I/O.
-package report
+package answers
 
 import (
 	"bytes"

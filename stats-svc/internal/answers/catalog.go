@@ -1,4 +1,4 @@
-package report
+package answers
 
 import "forumstats.local/stats-svc/internal/query"
 

@@ -1,4 +1,4 @@
-package metrics_test
+package chatmetrics_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"forumstats.local/shared/migrate"
 	"forumstats.local/shared/reports"
 	tu "forumstats.local/shared/testutil"
-	"forumstats.local/stats-svc/internal/metrics"
+	"forumstats.local/stats-svc/internal/chatmetrics"
 )
 
 var pgURL string
@@ -155,7 +155,7 @@ func databases(t *testing.T) map[string]*gorm.DB {
 func TestExactValues(t *testing.T) {
 	for name, gdb := range databases(t) {
 		t.Run(name, func(t *testing.T) {
-			c := metrics.New(metrics.NewDB(gdb), metrics.Options{Now: func() time.Time { return testNow }})
+			c := chatmetrics.New(chatmetrics.NewDB(gdb), chatmetrics.Options{Now: func() time.Time { return testNow }})
 			if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
 				t.Fatal(err)
 			}
@@ -176,7 +176,7 @@ func TestExactValues(t *testing.T) {
 func TestMidnight(t *testing.T) {
 	gdb := databases(t)["sqlite"]
 	clock := tu.NewClock(testNow)
-	c := metrics.New(metrics.NewDB(gdb), metrics.Options{Now: clock.Now, TTL: time.Hour})
+	c := chatmetrics.New(chatmetrics.NewDB(gdb), chatmetrics.Options{Now: clock.Now, TTL: time.Hour})
 	if out := gather(t, c); !strings.Contains(out, `chat_messages{channel_id="",guild_id="81384788765712384",period="today"} 8`) {
 		t.Fatalf("before midnight:\n%s", out)
 	}
@@ -218,7 +218,7 @@ func gather(t *testing.T, c prometheus.Collector) string {
 
 // counting counts the reads of a source and can fail them.
 type counting struct {
-	metrics.Source
+	chatmetrics.Source
 	gens, reads atomic.Int64
 	fail        atomic.Bool
 }
@@ -233,10 +233,10 @@ func (c *counting) Generation(ctx context.Context) (int64, error) {
 	return c.Source.Generation(ctx)
 }
 
-func (c *counting) Read(ctx context.Context, p metrics.Periods) (metrics.Snapshot, error) {
+func (c *counting) Read(ctx context.Context, p chatmetrics.Periods) (chatmetrics.Snapshot, error) {
 	c.reads.Add(1)
 	if c.fail.Load() {
-		return metrics.Snapshot{}, errDown
+		return chatmetrics.Snapshot{}, errDown
 	}
 	return c.Source.Read(ctx, p)
 }
@@ -247,8 +247,8 @@ func (c *counting) Read(ctx context.Context, p metrics.Periods) (metrics.Snapsho
 func TestCache(t *testing.T) {
 	gdb := databases(t)["postgres"]
 	clock := tu.NewClock(testNow)
-	src := &counting{Source: metrics.NewDB(gdb)}
-	c := metrics.New(src, metrics.Options{Now: clock.Now, TTL: 10 * time.Second})
+	src := &counting{Source: chatmetrics.NewDB(gdb)}
+	c := chatmetrics.New(src, chatmetrics.Options{Now: clock.Now, TTL: 10 * time.Second})
 	scrape := func() string { return gather(t, c) }
 	expect := func(step string, gens, reads int64) {
 		t.Helper()

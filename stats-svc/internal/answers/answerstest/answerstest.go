@@ -1,8 +1,8 @@
-// Package reporttest decodes the answers package report writes, for the assertions of the
-// tests that read them: report's own and the HTTP API's. It mirrors the JSON rather than
-// reusing report's types, so that a renamed field fails the tests; its fields need no tags, as
+// Package answerstest decodes the answers package answers writes, for the assertions of the
+// tests that read them: answers' own and the HTTP API's. It mirrors the JSON rather than
+// reusing answers' types, so that a renamed field fails the tests; its fields need no tags, as
 // encoding/json matches names without regard to case.
-package reporttest
+package answerstest
 
 // Statistics is the statistics answer; a pointer is nil where the answer leaves the field out
 // (or writes null).

@@ -1,10 +1,10 @@
-// Package metrics exports the stored message counts as Prometheus series, read at scrape time:
+// Package chatmetrics exports the stored message counts as Prometheus series, read at scrape time:
 // chat_messages by id (guild, channel, period), the names in info series (a rename changes a
 // label of an info series, never splits a count), and the age and status of each server's
 // current reports. A scrape reads through a short cache keyed by the data generation, so that
 // it costs at most one cheap query (the generation) per TTL, and a re-read only when the
 // collector wrote.
-package metrics
+package chatmetrics
 
 import (
 	"context"

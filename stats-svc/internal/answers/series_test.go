@@ -1,4 +1,4 @@
-package report
+package answers
 
 import (
 	"testing"
@@ -6,8 +6,8 @@ import (
 
 	"forumstats.local/shared/form"
 	"forumstats.local/shared/reports"
+	"forumstats.local/stats-svc/internal/answers/answerstest"
 	"forumstats.local/stats-svc/internal/query"
-	"forumstats.local/stats-svc/internal/report/reporttest"
 )
 
 func seriesQuery(t *testing.T, raw string) query.Series {
@@ -94,7 +94,7 @@ func TestSeriesOneServerChannels(t *testing.T) {
 	}
 }
 
-func decodeSeries(t *testing.T, a Answer) reporttest.Series {
+func decodeSeries(t *testing.T, a Answer) answerstest.Series {
 	t.Helper()
-	return decodeBody[reporttest.Series](t, a)
+	return decodeBody[answerstest.Series](t, a)
 }

@@ -1,4 +1,4 @@
-package metrics_test
+package chatmetrics_test
 
 import (
 	"context"
@@ -9,14 +9,14 @@ import (
 
 	"forumstats.local/shared/reports"
 	tu "forumstats.local/shared/testutil"
-	"forumstats.local/stats-svc/internal/metrics"
+	"forumstats.local/stats-svc/internal/chatmetrics"
 )
 
 // BenchmarkRead measures what a re-read costs at scrape time (after the collector wrote) at the
 // scale of the README's bound: 1,000 servers of 50 channels, each with today's, yesterday's and
 // this month's reports (150,000 channel rows), on PostgreSQL; and the emission of its series.
 //
-//	go test -run XXX -bench . ./stats-svc/internal/metrics/
+//	go test -run XXX -bench . ./stats-svc/internal/chatmetrics/
 func BenchmarkRead(b *testing.B) {
 	gdb := tu.OpenDB(b, tu.NewDatabase(b, reports.Migrations))
 	tu.Exec(b, gdb,
@@ -31,8 +31,8 @@ func BenchmarkRead(b *testing.B) {
 		 SELECT (100000 + n)::text, '2026-11', (c)::text, 'channel ' || c, 600 FROM generate_series(1, 1000) n, generate_series(1, 50) c`,
 		`ANALYZE`,
 	)
-	src := metrics.NewDB(gdb)
-	p := metrics.PeriodsAt(testNow)
+	src := chatmetrics.NewDB(gdb)
+	p := chatmetrics.PeriodsAt(testNow)
 	b.Run("read", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := src.Read(context.Background(), p); err != nil {
@@ -41,7 +41,7 @@ func BenchmarkRead(b *testing.B) {
 		}
 	})
 	b.Run("collect-cached", func(b *testing.B) {
-		c := metrics.New(src, metrics.Options{Now: func() time.Time { return testNow }, TTL: time.Hour})
+		c := chatmetrics.New(src, chatmetrics.Options{Now: func() time.Time { return testNow }, TTL: time.Hour})
 		ch := make(chan prometheus.Metric, 1024)
 		done := make(chan int)
 		go func() {
