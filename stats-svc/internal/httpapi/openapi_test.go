@@ -65,7 +65,7 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 	// A client whose requests are all over its rate limit: 429 on every route but the probes.
 	limited := newStack(t, pgDB(t), stackOptions{direct: true, limiter: refuseAll{}})
 	// A service whose one turn to read the database is held: every uncached answer is 503.
-	hold, entered := make(chan struct{}), make(chan struct{})
+	hold, entered := make(chan struct{}), make(chan struct{}, 1) // entered: the first read may start before the select below
 	busy := newStack(t, pgDB(t), stackOptions{coldLimit: 1, coldWait: time.Millisecond, hold: hold, entered: entered})
 	t.Cleanup(func() { close(hold) })
 	go func() {
