@@ -301,7 +301,7 @@ func TestSecurityRequestBounds(t *testing.T) {
 		{"forum reply, 64 MiB chunked (form read)", forum.Addr, "/api/conversation-messages/", "POST", form, 64 << 20, true, []int{413}},
 		{"forum mark-unread, 64 MiB declared", forum.Addr, markUnread, "POST", form, 64 << 20, false, []int{413}},
 		{"forum mark-read, 64 MiB declared", forum.Addr, markRead, "POST", form, 64 << 20, false, []int{413}},
-		{"forum mark-unread, 64 MiB chunked (body unused)", forum.Addr, markUnread, "POST", form, 64 << 20, true, []int{200, 413}},
+		{"forum mark-unread, 64 MiB chunked (form read: every write reads its fields)", forum.Addr, markUnread, "POST", form, 64 << 20, true, []int{413}},
 		{"forum mark-read, 64 MiB chunked (form read)", forum.Addr, markRead, "POST", form, 64 << 20, true, []int{200, 413}},
 		{"stats GET, 2 MiB declared", stats.Addr, "/api/chat-icons", "GET", "Content-Type: application/json\r\n", 2 << 20, false, []int{413}},
 		{"stats GET, 64 MiB chunked (body unused)", stats.Addr, "/api/chat-icons", "GET", "Content-Type: application/json\r\n", 64 << 20, true, []int{200, 413}},
@@ -396,7 +396,9 @@ func sendLarge(addr, method, path, extra string, size int, chunked bool) (int, s
 			sentc <- 0
 			return
 		}
-		chunk := []byte(strings.Repeat("a=b&", 16<<10))
+		// One field that never ends, so that the body limit, not the bound on the number of
+		// fields (TestAttackForumInputFieldBomb), is what stops a form read.
+		chunk := []byte(strings.Repeat("a", 64<<10))
 		for sent < size {
 			n := min(len(chunk), size-sent)
 			var err error
