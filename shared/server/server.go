@@ -39,7 +39,8 @@ type Options struct {
 	Logger       *slog.Logger
 	ErrorHandler echo.HTTPErrorHandler
 	Ready        []Check
-	// BodyLimit caps request bodies ("64K", "1M"); empty means 1M.
+	// BodyLimit caps request bodies in Echo's notation ("64K", "1M", "1MiB"): "K" and "M" are
+	// powers of ten, "KiB" and "MiB" of two. Empty means "1M", 1,000,000 bytes.
 	BodyLimit string
 	// HTTP is the server's configuration (config.Common.HTTP): the read timeout Serve applies
 	// and the proxies whose X-Forwarded-For c.RealIP() believes.
