@@ -1,11 +1,14 @@
 package web_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,10 +20,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"gorm.io/gorm"
 
 	"forumstats.local/shared/db"
@@ -33,7 +39,8 @@ import (
 	"forumstats.local/stats-svc/internal/web"
 )
 
-// chromium finds Debian's chromium. In CI (CI=true) its absence fails the test: .ci/run installs it.
+// chromium finds Debian's chromium (or CHROMIUM). Its absence fails the test with what to
+// install: the dashboard is only tested in a browser.
 func chromium(t *testing.T) string {
 	t.Helper()
 	for _, p := range []string{os.Getenv("CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"} {
@@ -44,21 +51,37 @@ func chromium(t *testing.T) string {
 			return path
 		}
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium is not installed (apt-get install chromium; .ci/run does): the dashboard test cannot run")
-	}
-	t.Skip("chromium is not installed; set CHROMIUM or apt-get install chromium")
+	t.Fatal("chromium is not installed (apt-get install chromium, or set CHROMIUM): the dashboard test cannot run")
 	return ""
 }
 
-// seed writes known data relative to today (Moscow): Alpha has a monthly report and daily
-// reports for the last 30 days but one (a gap), one of them stale; Beta has nothing (missing).
+// The seeded catalog's channels: general is the busiest every day; the other six are small, so
+// that the channel trend draws five and sums two as "other".
+var channelNames = []string{"general", "random", "help", "memes", "dev", "music", "games"}
+
+// dayCounts are a seeded day's channel counts, i days before today.
+func dayCounts(i int) []int64 {
+	out := make([]int64, len(channelNames))
+	out[0] = int64(50 + i)
+	for k := 1; k < len(out); k++ {
+		out[k] = int64((k*3 + i) % 7)
+	}
+	return out
+}
+
+// seed writes known data relative to today (Moscow): Alpha (an icon the CDN cannot serve) has
+// this month's monthly report and daily reports for the last 70 days but one (missing, ten days
+// ago), one of them stale (five days ago); Beta has nothing (missing everywhere).
 func seed(t *testing.T, gdb *gorm.DB, now time.Time) (missing, stale reports.Day) {
 	t.Helper()
 	today, month := reports.DayOf(now), reports.MonthOf(now)
-	missing, stale = today.AddDays(-10), today.AddDays(-20)
+	missing, stale = today.AddDays(-10), today.AddDays(-5)
+	icon := "a_icon"
 	err := gdb.Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(&[]reports.CatalogServer{{Number: 1, Name: "Alpha", GuildID: "111"}, {Number: 2, Name: "Beta", GuildID: "222"}}).Error; err != nil {
+			return err
+		}
+		if err := tx.Create(&reports.Guild{GuildID: "111", Icon: &icon}).Error; err != nil {
 			return err
 		}
 		if err := tx.Create(&reports.MonthlyReport{GuildID: "111", Month: month.String(), GeneratedAt: now, Status: "ok", TotalMessages: 1234}).Error; err != nil {
@@ -70,7 +93,7 @@ func seed(t *testing.T, gdb *gorm.DB, now time.Time) (missing, stale reports.Day
 		}).Error; err != nil {
 			return err
 		}
-		for i := 0; i < 30; i++ {
+		for i := 0; i < 70; i++ {
 			d := today.AddDays(-i)
 			if d == missing {
 				continue
@@ -79,12 +102,17 @@ func seed(t *testing.T, gdb *gorm.DB, now time.Time) (missing, stale reports.Day
 			if d == stale {
 				status = "stale"
 			}
-			total := int64(100 + i)
+			var total int64
+			for _, n := range dayCounts(i) {
+				total += n
+			}
 			if err := tx.Create(&reports.DailyReport{GuildID: "111", Day: d.String(), GeneratedAt: now, Status: status, TotalMessages: total}).Error; err != nil {
 				return err
 			}
-			if err := tx.Create(&reports.DailyChannelCount{GuildID: "111", Day: d.String(), ChannelID: "10", Name: "general", Messages: total}).Error; err != nil {
-				return err
+			for k, n := range dayCounts(i) {
+				if err := tx.Create(&reports.DailyChannelCount{GuildID: "111", Day: d.String(), ChannelID: strconv.Itoa(10 + k), Name: channelNames[k], Messages: n}).Error; err != nil {
+					return err
+				}
 			}
 		}
 		_, err := reports.BumpGeneration(tx)
@@ -111,6 +139,216 @@ func getJSON(t *testing.T, url string, v any) {
 	}
 }
 
+// hit is one request the service answered, with the gzip size of its body.
+type hit struct {
+	Path, Query, IfNoneMatch string
+	Status                   int
+	Bytes, Gzip              int
+}
+
+// recorder counts what the browser asks of the service: the 304 refresh and the first load's
+// weight are measured at the server, not guessed from the page.
+type recorder struct {
+	h    http.Handler
+	mu   sync.Mutex
+	hits []hit
+}
+
+type capture struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (c *capture) WriteHeader(code int) {
+	if c.status == 0 {
+		c.status = code
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *capture) Write(b []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	c.body.Write(b)
+	return c.ResponseWriter.Write(b)
+}
+
+func (c *capture) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := &capture{ResponseWriter: w}
+	rec.h.ServeHTTP(c, r)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write(c.body.Bytes())
+	_ = zw.Close()
+	size := gz.Len()
+	if c.body.Len() == 0 {
+		size = 0
+	}
+	rec.mu.Lock()
+	rec.hits = append(rec.hits, hit{r.URL.Path, r.URL.RawQuery, r.Header.Get("If-None-Match"), c.status, c.body.Len(), size})
+	rec.mu.Unlock()
+}
+
+// take returns the requests recorded since the last take and forgets them.
+func (rec *recorder) take() []hit {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	h := rec.hits
+	rec.hits = nil
+	return h
+}
+
+// browser is one Chromium tab on the test's service.
+type browser struct {
+	t         *testing.T
+	ctx       context.Context
+	base      string
+	artifacts string
+}
+
+func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, steps...); err != nil {
+		b.t.Fatalf("chromium: %v", err)
+	}
+}
+
+// on is the tab for a subtest: its failures are the subtest's.
+func (b *browser) on(t *testing.T) *browser {
+	c := *b
+	c.t = t
+	return &c
+}
+
+// open loads the page at query and waits until it has drawn its data (or failed to).
+func (b *browser) open(query string) {
+	b.t.Helper()
+	b.do(chromedp.Navigate(b.base+"/"+query), chromedp.WaitReady(`body[data-ready]`))
+	if got := evaluate[string](b.t, b.ctx, `document.body.dataset.ready + " " + (document.body.dataset.error || "")`); got != "true " {
+		b.t.Fatalf("%s: the page did not load its data: %q", query, got)
+	}
+}
+
+// waitFor polls a JavaScript predicate until it holds.
+func (b *browser) waitFor(what, expr string, timeout time.Duration) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, timeout)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		b.t.Fatalf("%s: %s never held: %v", what, expr, err)
+	}
+}
+
+// screenshot saves the whole page as name under the artifacts directory and prints its path.
+func (b *browser) screenshot(name string) {
+	b.t.Helper()
+	shot, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Fatalf("screenshot: %v", err)
+	}
+	p := filepath.Join(b.artifacts, name)
+	if err := os.WriteFile(p, shot, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Logf("screenshot: %s (%d bytes)", p, len(shot))
+}
+
+// fits checks the page at width × height: nothing wider than the viewport, and every chart's
+// canvas as wide as its container (the ResizeObserver's setSize may land a frame later).
+func (b *browser) fits(width, height int64) {
+	b.t.Helper()
+	b.do(chromedp.EmulateViewport(width, height))
+	b.waitFor(fmt.Sprintf("charts at %d px", width), `innerWidth === `+strconv.FormatInt(width, 10)+` && [...document.querySelectorAll(".chart")].every(el => {
+		const c = el.querySelector("canvas");
+		return c && Math.abs(c.getBoundingClientRect().width - el.clientWidth) <= 1;
+	})`, 5*time.Second)
+	type size struct{ Scroll, Inner, Chart, Canvas int }
+	s := evaluate[size](b.t, b.ctx, `({Scroll: document.documentElement.scrollWidth, Inner: innerWidth,
+		Chart: document.getElementById("chart").clientWidth, Canvas: Math.round(document.querySelector("#chart canvas").getBoundingClientRect().width)})`)
+	if s.Scroll > s.Inner {
+		b.t.Errorf("at %d×%d the page is %d px wide: wider than the viewport", width, height, s.Scroll)
+	}
+	if s.Chart > s.Inner || s.Chart < s.Inner/2 {
+		b.t.Errorf("at %d px the chart's container is %d px", width, s.Chart)
+	}
+}
+
+// luminance and contrast are WCAG 2's relative luminance and contrast ratio.
+func luminance(rgb [3]float64) float64 {
+	var l [3]float64
+	for i, c := range rgb {
+		c /= 255
+		if c <= 0.04045 {
+			l[i] = c / 12.92
+		} else {
+			l[i] = math.Pow((c+0.055)/1.055, 2.4)
+		}
+	}
+	return 0.2126*l[0] + 0.7152*l[1] + 0.0722*l[2]
+}
+
+func contrast(a, b [3]float64) float64 {
+	la, lb := luminance(a), luminance(b)
+	if la < lb {
+		la, lb = lb, la
+	}
+	return (la + 0.05) / (lb + 0.05)
+}
+
+func hexColor(t *testing.T, s string) [3]float64 {
+	t.Helper()
+	var r, g, b int
+	if _, err := fmt.Sscanf(s, "#%02x%02x%02x", &r, &g, &b); err != nil || len(s) != 7 {
+		t.Fatalf("colour %q is not #rrggbb", s)
+	}
+	return [3]float64{float64(r), float64(g), float64(b)}
+}
+
+type seriesAnswer struct {
+	Timezone string
+	Days     []string
+	Servers  []struct {
+		Number   int
+		Name     string
+		Totals   []*int64
+		Statuses []string
+		Channels []struct {
+			ID, Name string
+			Totals   []*int64
+		}
+	}
+}
+
+type statsAnswer struct {
+	TotalMessages *int64
+	ReadyServers  int
+	Servers       []struct {
+		Number        int
+		Name          string
+		TotalMessages *int64
+		Status        string
+	}
+	Server struct {
+		Name          string
+		TotalMessages *int64
+		Channels      []struct {
+			ID, Name string
+			Messages int64
+		}
+	}
+}
+
+func num(p *int64) string {
+	if p == nil {
+		return ""
+	}
+	return strconv.FormatInt(*p, 10)
+}
+
 func TestDashboardInChromium(t *testing.T) {
 	exe := chromium(t)
 	gdb, err := db.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "stats.db"), nil)
@@ -122,12 +360,23 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing, stale := seed(t, gdb, time.Now())
+	today := reports.DayOf(time.Now())
+	month := reports.MonthOf(time.Now())
 
+	const cdn = "http://127.0.0.1:1" // nothing listens there: every icon fails to load
 	e := server.New(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ErrorHandler: httpapi.ErrorHandler})
-	httpapi.Register(e, store.New(gdb, answers.Links{CDN: "http://127.0.0.1:1"}), httpapi.Options{Now: time.Now})
-	web.Register(e, web.Options{CDN: "http://127.0.0.1:1"})
-	srv := httptest.NewServer(e)
+	httpapi.Register(e, store.New(gdb, answers.Links{CDN: cdn}), httpapi.Options{Now: time.Now})
+	web.Register(e, web.Options{CDN: cdn})
+	rec := &recorder{h: e}
+	srv := httptest.NewServer(rec)
 	t.Cleanup(srv.Close)
+
+	artifacts := os.Getenv("TEST_ARTIFACTS")
+	if artifacts == "" {
+		artifacts = t.TempDir()
+	} else if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		t.Fatal(err)
+	}
 
 	opts := append([]chromedp.ExecAllocatorOption{},
 		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
@@ -137,25 +386,24 @@ func TestDashboardInChromium(t *testing.T) {
 	defer cancelAlloc()
 	ctx, cancel := chromedp.NewContext(actx)
 	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	defer cancelTimeout()
 
-	// Every request the page makes must go to the service: none leaves for the internet. The
-	// page runs under its Content-Security-Policy: anything the policy blocks (the page's own
-	// script or styles included) and any script error is a failure.
+	// Every request the page makes must go to the service (or to the CDN for icons): none
+	// leaves for the internet. The page runs under its Content-Security-Policy: anything the
+	// policy blocks and any script error is a failure.
 	var mu sync.Mutex
 	var elsewhere, blocked []string
 	pagePolicy := ""
-	listenErr := chromedp.Listen(ctx, func(ev any) {
+	if err := chromedp.Listen(ctx, func(ev any) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch ev := ev.(type) {
 		case *network.EventRequestWillBeSent:
-			if !strings.HasPrefix(ev.Request.URL, srv.URL+"/") && !strings.HasPrefix(ev.Request.URL, "data:") {
-				elsewhere = append(elsewhere, ev.Request.URL)
+			u := ev.Request.URL
+			if !strings.HasPrefix(u, srv.URL+"/") && !strings.HasPrefix(u, cdn+"/") && !strings.HasPrefix(u, "data:") {
+				elsewhere = append(elsewhere, u)
 			}
 		case *network.EventResponseReceived:
-			if ev.Response.URL == srv.URL+"/" {
+			if strings.HasPrefix(ev.Response.URL, srv.URL+"/?") || ev.Response.URL == srv.URL+"/" {
 				pagePolicy, _ = ev.Response.Headers["Content-Security-Policy"].(string)
 			}
 		case *cdplog.EventEntryAdded:
@@ -163,114 +411,525 @@ func TestDashboardInChromium(t *testing.T) {
 				blocked = append(blocked, ev.Entry.Text)
 			}
 		case *runtime.EventExceptionThrown:
-			blocked = append(blocked, "exception: "+ev.ExceptionDetails.Text)
+			blocked = append(blocked, "exception: "+ev.ExceptionDetails.Text+" "+ev.ExceptionDetails.Exception.Description)
+		}
+	}); err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	defer cancelTimeout()
+	b := &browser{t: t, ctx: ctx, base: srv.URL, artifacts: artifacts}
+	// The visitor's device is in New York: the page must still count in the API's zone.
+	b.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "America/New_York"})
+		return err
+	}), chromedp.EmulateViewport(390, 844))
+
+	rec.take()
+	b.open("")
+	firstLoad := rec.take()
+
+	t.Run("first load within budget", func(t *testing.T) {
+		total, api := 0, 0
+		var files []string
+		for _, h := range firstLoad {
+			total += h.Gzip
+			if strings.HasPrefix(h.Path, "/api/") {
+				api += h.Gzip
+			}
+			files = append(files, fmt.Sprintf("%s %d→%d", h.Path, h.Bytes, h.Gzip))
+		}
+		t.Logf("first load: %d requests, %d bytes gzip (API answers %d): %s", len(firstLoad), total, api, strings.Join(files, ", "))
+		if total > 150*1024 {
+			t.Errorf("the first load weighs %d bytes gzip, over 150 KB", total)
+		}
+		if len(firstLoad) < 8 {
+			t.Errorf("the first load made %d requests: %v", len(firstLoad), firstLoad)
 		}
 	})
 
-	if listenErr != nil {
-		t.Fatalf("chromium: %v", listenErr)
-	}
-	type row struct{ Number, Name, Total, Status string }
-	waitCtx, cancelWait := context.WithTimeout(ctx, 30*time.Second)
-	defer cancelWait()
-	if err := chromedp.Do(waitCtx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(srv.URL+"/"), chromedp.WaitReady(`body[data-ready]`)); err != nil {
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("chromium: %v (blocked or failed: %q)", err, blocked)
-	}
-	readyState := evaluate[string](t, ctx, `document.body.dataset.ready`)
-	readyErr := evaluate[string](t, ctx, `document.body.dataset.error || ""`)
-	rows := evaluate[[]row](t, ctx, `[...document.querySelectorAll("#servers tbody tr")].map(tr => ({Number: tr.dataset.number, Name: tr.querySelector(".name").textContent, Total: tr.querySelector(".total").textContent, Status: tr.querySelector(".status").textContent}))`)
-	alpha := evaluate[[]*float64](t, ctx, `dashboard.chart.data[1]`)
-	alphaStale := evaluate[[]*float64](t, ctx, `dashboard.chart.data[2]`)
-	channels := evaluate[[]row](t, ctx, `[...document.querySelectorAll("#channels tbody tr")].map(tr => ({Number: tr.dataset.id, Name: tr.cells[0].textContent, Total: tr.cells[1].textContent}))`)
-	summaryTotal := evaluate[string](t, ctx, `document.getElementById("channels-summary").dataset.total`)
-	scrollWidth := evaluate[int](t, ctx, `document.documentElement.scrollWidth`)
-	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-	if readyState != "true" {
-		t.Fatalf("the page did not load its data: %s %s", readyState, readyErr)
-	}
-	png := filepath.Join(t.TempDir(), "dashboard.png")
-	if err := os.WriteFile(png, shot, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if dir := os.Getenv("DASHBOARD_SCREENSHOT_DIR"); dir != "" {
-		_ = os.WriteFile(filepath.Join(dir, "dashboard.png"), shot, 0o644)
-	}
-	t.Logf("screenshot: %s (%d bytes)", png, len(shot))
+	t.Run("servers, totals and the comparison", func(t *testing.T) {
+		b := b.on(t)
+		var cur, prev statsAnswer
+		getJSON(t, srv.URL+"/api/chat-statistics?period=month&month="+month.String(), &cur)
+		// The month in progress against the same days of the month before.
+		n := today.Day
+		pm := month.AddMonths(-1)
+		if last := pm.Last().Day; n > last {
+			n = last
+		}
+		pfrom := reports.Day{Year: pm.Year, Month: pm.Month, Day: 1}
+		getJSON(t, srv.URL+"/api/chat-statistics?period=range&from="+pfrom.String()+"&to="+pfrom.AddDays(n-1).String(), &prev)
+		type row struct{ Number, Name, Total, Status, Initials string }
+		b.waitFor("icon fallback", `document.querySelector("#servers tr[data-number='1'] .initials")`, 5*time.Second)
+		rows := evaluate[[]row](t, ctx, `[...document.querySelectorAll("#servers tbody tr")].map(tr => ({Number: tr.dataset.number,
+			Name: tr.querySelector(".name").textContent, Total: tr.querySelector(".total").textContent,
+			Status: tr.querySelector(".status").textContent, Initials: (tr.querySelector(".initials") || {}).textContent || ""}))`)
+		want := []row{{"1", "Alpha", "1,234", "ok", "A"}, {"2", "Beta", "—", "missing", "B"}}
+		if len(rows) != len(want) || len(cur.Servers) != 2 {
+			t.Fatalf("rows %+v, API %+v", rows, cur.Servers)
+		}
+		for i := range want {
+			if rows[i] != want[i] || cur.Servers[i].Name != want[i].Name || cur.Servers[i].Status != want[i].Status {
+				t.Errorf("row %d: %+v, want %+v (API %+v)", i, rows[i], want[i], cur.Servers[i])
+			}
+		}
+		type headline struct{ Total, Previous, Delta, Progress, Compare string }
+		h := evaluate[headline](t, ctx, `({Total: document.getElementById("total").dataset.total, Previous: document.getElementById("compare").dataset.previous,
+			Delta: document.getElementById("compare").dataset.delta, Progress: document.getElementById("progress").hidden ? "" : document.getElementById("progress").textContent,
+			Compare: document.getElementById("compare").textContent})`)
+		if prev.TotalMessages == nil || cur.TotalMessages == nil {
+			t.Fatalf("the API has no totals to compare: %v %v", cur.TotalMessages, prev.TotalMessages)
+		}
+		if h.Total != num(cur.TotalMessages) || h.Previous != num(prev.TotalMessages) || h.Delta != strconv.FormatInt(*cur.TotalMessages-*prev.TotalMessages, 10) {
+			t.Errorf("headline %+v, want total %d against %d", h, *cur.TotalMessages, *prev.TotalMessages)
+		}
+		if !strings.Contains(h.Progress, "in progress") || !strings.Contains(h.Compare, "against") {
+			t.Errorf("headline %+v: the month in progress is not said so", h)
+		}
+		if got := evaluate[string](t, ctx, `location.search`); got != "?period=month&month="+month.String() {
+			t.Errorf("the page's URL says %q", got)
+		}
+		upd := evaluate[string](t, ctx, `document.getElementById("updated").textContent`)
+		if !strings.HasPrefix(upd, "Updated just now") && !strings.HasPrefix(upd, "Updated 1 min ago") {
+			t.Errorf("updated: %q", upd)
+		}
+	})
 
-	// The servers table shows what the API answers.
-	var month struct {
-		Servers []struct {
-			Number        int
-			Name          string
-			TotalMessages *int64 `json:"totalMessages"`
-			Status        string
-		}
-	}
-	getJSON(t, srv.URL+"/api/chat-statistics", &month)
-	if len(rows) != len(month.Servers) || len(rows) != 2 {
-		t.Fatalf("rows %+v, API %+v", rows, month.Servers)
-	}
-	for i, s := range month.Servers {
-		want := "—"
-		if s.TotalMessages != nil {
-			want = strings.ReplaceAll(fmt.Sprintf("%d", *s.TotalMessages), "", "")
-			if *s.TotalMessages >= 1000 {
-				want = strconv.FormatInt(*s.TotalMessages/1000, 10) + "," + fmt.Sprintf("%03d", *s.TotalMessages%1000)
+	t.Run("daily trend: in progress, missing and stale", func(t *testing.T) {
+		var series seriesAnswer
+		first := reports.Day{Year: month.Year, Month: month.Month, Day: 1}
+		getJSON(t, srv.URL+"/api/chat-series?from="+first.String()+"&to="+today.String(), &series)
+		type line struct {
+			Name   string
+			Totals []*float64
+			Marks  struct {
+				Missing, Stale []int
+				InProgress     int
 			}
 		}
-		if rows[i].Number != strconv.Itoa(s.Number) || rows[i].Name != s.Name || rows[i].Total != want || rows[i].Status != s.Status {
-			t.Errorf("row %d: %+v, API %+v (want total %q)", i, rows[i], s, want)
+		lines := evaluate[[]line](t, ctx, `dashboard.trend.lines`)
+		if len(lines) != 2 || len(series.Servers) != 2 {
+			t.Fatalf("%d lines, API %d servers", len(lines), len(series.Servers))
 		}
-	}
-	if rows[0].Total != "1,234" || rows[1].Status != "missing" {
-		t.Fatalf("rows %+v", rows)
-	}
+		wantMissing, wantStale := 0, 0
+		for i, s := range series.Servers {
+			ln := lines[i]
+			var miss, st []int
+			for j, d := range series.Days {
+				api, got := s.Totals[j], ln.Totals[j]
+				if (api == nil) != (got == nil) || (api != nil && float64(*api) != *got) {
+					t.Errorf("%s %s: chart %v, API %v", s.Name, d, got, api)
+				}
+				switch s.Statuses[j] {
+				case "missing":
+					miss = append(miss, j)
+				case "stale":
+					st = append(st, j)
+				}
+				if s.Number == 1 && d == missing.String() && s.Statuses[j] != "missing" {
+					t.Errorf("the seeded missing day %s is %s", d, s.Statuses[j])
+				}
+			}
+			wantMissing += len(miss)
+			wantStale += len(st)
+			if fmt.Sprint(ln.Marks.Missing) != fmt.Sprint(miss) && !(len(miss) == 0 && len(ln.Marks.Missing) == 0) {
+				t.Errorf("%s: missing marks %v, want %v", s.Name, ln.Marks.Missing, miss)
+			}
+			if fmt.Sprint(ln.Marks.Stale) != fmt.Sprint(st) && !(len(st) == 0 && len(ln.Marks.Stale) == 0) {
+				t.Errorf("%s: stale marks %v, want %v", s.Name, ln.Marks.Stale, st)
+			}
+			if ln.Marks.InProgress != len(series.Days)-1 {
+				t.Errorf("%s: in progress at %d, want today (%d)", s.Name, ln.Marks.InProgress, len(series.Days)-1)
+			}
+		}
+		type counts struct{ Missing, Stale, InProgress, Text string }
+		c := evaluate[counts](t, ctx, `({Missing: document.getElementById("marks").dataset.missing, Stale: document.getElementById("marks").dataset.stale,
+			InProgress: document.getElementById("marks").dataset.inProgress, Text: document.getElementById("marks").textContent})`)
+		if c.Missing != strconv.Itoa(wantMissing) || c.Stale != strconv.Itoa(wantStale) || c.InProgress != "true" || !strings.Contains(c.Text, "today, in progress") {
+			t.Errorf("marks %+v, want %d missing, %d stale, today in progress", c, wantMissing, wantStale)
+		}
+		// One legend entry per server, Beta's counting every day missing.
+		legend := evaluate[[]string](t, ctx, `[...document.querySelectorAll("#legend li")].map(li => li.querySelector(".name").textContent + "|" + ((li.querySelector(".counts") || {}).textContent || ""))`)
+		if len(legend) != 2 || !strings.HasPrefix(legend[0], "Alpha|") || legend[1] != fmt.Sprintf("Beta| (%d missing)", len(series.Days)) {
+			t.Errorf("legend %q", legend)
+		}
+	})
 
-	// The chart: the API's series, the missing day a gap (null, never 0), the stale day marked.
-	var series struct {
-		Days    []string
-		Servers []struct{ Totals []*int64 }
-	}
-	today := reports.DayOf(time.Now())
-	getJSON(t, srv.URL+"/api/chat-series?from="+today.AddDays(-29).String()+"&to="+today.String(), &series)
-	if len(alpha) != 30 || len(series.Days) != 30 {
-		t.Fatalf("chart has %d points, series %d days", len(alpha), len(series.Days))
-	}
-	for i, d := range series.Days {
-		api := series.Servers[0].Totals[i]
-		got := alpha[i]
-		if (api == nil) != (got == nil) || (api != nil && float64(*api) != *got) {
-			t.Errorf("%s: chart %v, API %v", d, got, api)
+	t.Run("channel trend of the busiest server", func(t *testing.T) {
+		var series seriesAnswer
+		first := reports.Day{Year: month.Year, Month: month.Month, Day: 1}
+		getJSON(t, srv.URL+"/api/chat-series?server=1&from="+first.String()+"&to="+today.String(), &series)
+		chans := series.Servers[0].Channels
+		if len(chans) != len(channelNames) {
+			t.Fatalf("the API has %d channels", len(chans))
 		}
-		switch d {
-		case missing.String():
-			if got != nil {
-				t.Errorf("missing day %s drawn as %v, want a gap", d, *got)
+		// The API orders channels by their sum: the first five by name, the rest summed.
+		type line struct {
+			Name   string
+			Totals []*float64
+			Other  bool
+		}
+		want := make([]line, 0, 6)
+		for _, c := range chans[:5] {
+			l := line{Name: "#" + c.Name}
+			for _, v := range c.Totals {
+				if v == nil {
+					l.Totals = append(l.Totals, nil)
+				} else {
+					f := float64(*v)
+					l.Totals = append(l.Totals, &f)
+				}
 			}
-		case stale.String():
-			if alphaStale[i] == nil {
-				t.Errorf("stale day %s not marked", d)
+			want = append(want, l)
+		}
+		other := line{Name: "other (2 channels)", Other: true}
+		for j := range series.Days {
+			var sum float64
+			known := false
+			for _, c := range chans[5:] {
+				if c.Totals[j] != nil {
+					known = true
+					sum += float64(*c.Totals[j])
+				}
 			}
-		default:
-			if alphaStale[i] != nil {
-				t.Errorf("day %s marked stale", d)
+			if known {
+				s := sum
+				other.Totals = append(other.Totals, &s)
+			} else {
+				other.Totals = append(other.Totals, nil)
 			}
 		}
-	}
+		want = append(want, other)
+		got := evaluate[[]line](t, ctx, `dashboard.channelTrend`)
+		if fmt.Sprint(jsonOf(t, got)) != fmt.Sprint(jsonOf(t, want)) {
+			t.Errorf("channel trend\n got %s\nwant %s", jsonOf(t, got), jsonOf(t, want))
+		}
+		type row struct{ Name, Total string }
+		rows := evaluate[[]row](t, ctx, `[...document.querySelectorAll("#channels tbody tr")].map(tr => ({Name: tr.cells[0].textContent, Total: tr.cells[1].textContent}))`)
+		if fmt.Sprint(rows) != "[{#general 1,000} {#random 234}]" {
+			t.Errorf("channels %+v", rows)
+		}
+		title := evaluate[string](t, ctx, `document.getElementById("channels-title").textContent`)
+		if !strings.HasPrefix(title, "Channels of Alpha (the busiest") {
+			t.Errorf("channels title %q", title)
+		}
+	})
 
-	// The channels of server 1 for this month, as the API gives them.
-	if len(channels) != 2 || channels[0].Name != "#general" || channels[0].Total != "1,000" || channels[1].Total != "234" || summaryTotal != "1234" {
-		t.Fatalf("channels %+v, summary %q", channels, summaryTotal)
-	}
-	// Phone width: nothing wider than the 390-pixel screen.
-	if scrollWidth > 390 {
-		t.Errorf("page is %d px wide on a 390 px screen", scrollWidth)
-	}
+	t.Run("time zone picker follows the API", func(t *testing.T) {
+		type tz struct {
+			Value, Note string
+			Disabled    bool
+		}
+		got := evaluate[tz](t, ctx, `({Value: document.getElementById("tz").value, Disabled: document.getElementById("tz").disabled, Note: document.getElementById("tz-note").textContent})`)
+		if got.Value != "Europe/Moscow" || !got.Disabled || !strings.Contains(got.Note, "does not take another time zone") || !strings.Contains(got.Note, "America/New_York") {
+			t.Errorf("zone picker %+v", got)
+		}
+		for _, h := range firstLoad {
+			if strings.Contains(h.Query, "tz=") {
+				t.Errorf("%s?%s: tz sent to an API that does not take it", h.Path, h.Query)
+			}
+		}
+	})
+
+	t.Run("CSV links", func(t *testing.T) {
+		first := reports.Day{Year: month.Year, Month: month.Month, Day: 1}
+		links := evaluate[map[string]string](t, ctx, `Object.fromEntries(["servers-csv", "series-csv", "channels-csv"].map(id => [id, document.getElementById(id).href]))`)
+		want := map[string]string{
+			"servers-csv":  srv.URL + "/api/chat-statistics?period=month&month=" + month.String() + "&format=csv",
+			"series-csv":   srv.URL + "/api/chat-series?from=" + first.String() + "&to=" + today.String() + "&format=csv",
+			"channels-csv": srv.URL + "/api/chat-statistics?period=month&month=" + month.String() + "&server=1&format=csv",
+		}
+		for id, w := range want {
+			if links[id] != w {
+				t.Errorf("%s: %q, want %q", id, links[id], w)
+			}
+		}
+	})
+
+	t.Run("text, labels, keyboard and contrast", func(t *testing.T) {
+		b := b.on(t)
+		// User text only ever enters the DOM as text.
+		for _, f := range []string{"app.js", "lib.js", "heatmap.js"} {
+			src, err := os.ReadFile(filepath.Join("static", f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, bad := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"} {
+				if bytes.Contains(src, []byte(bad)) {
+					t.Errorf("%s uses %s", f, bad)
+				}
+			}
+		}
+		// Every visible control has a name and is reached with Tab, in order.
+		unnamed := evaluate[[]string](t, ctx, `[...document.querySelectorAll("input, select, button, a")].filter(el => el.checkVisibility() &&
+			!((el.labels && el.labels.length && el.labels[0].textContent.trim()) || el.getAttribute("aria-label") || el.textContent.trim())).map(el => el.id || el.tagName)`)
+		if len(unnamed) > 0 {
+			t.Errorf("controls without a label: %v", unnamed)
+		}
+		var reached []string
+		b.do(chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur()`))
+		for i := 0; i < 12; i++ {
+			b.do(chromedp.KeyEvent(kb.Tab))
+			reached = append(reached, evaluate[string](t, ctx, `document.activeElement.id || document.activeElement.tagName`))
+		}
+		wantOrder := []string{"period", "month-input", "server", "show", "servers-csv", "series-csv", "channels-csv"}
+		i := 0
+		for _, id := range reached {
+			if i < len(wantOrder) && id == wantOrder[i] {
+				i++
+			}
+		}
+		if i != len(wantOrder) {
+			t.Errorf("Tab reached %v, want %v in that order", reached, wantOrder)
+		}
+		// WCAG AA: 4.5:1 for text (3:1 from 24 px, or 18.66 px bold), over the background it sits on.
+		type sample struct {
+			Text   string
+			Fg, Bg []float64
+			Size   float64
+			Bold   bool
+		}
+		samples := evaluate[[]sample](t, ctx, `(() => {
+			const parse = (c) => { const m = c.match(/rgba?\(([^)]+)\)/); if (!m) return null; const p = m[1].split(/[\s,\/]+/).filter(Boolean).map(Number); return p.length === 3 ? [...p, 1] : p; };
+			const bg = (el) => { for (let e = el; e; e = e.parentElement) { const c = parse(getComputedStyle(e).backgroundColor); if (c && c[3] > 0) return c; } return [255, 255, 255, 1]; };
+			const out = [];
+			const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+			for (let n = w.nextNode(); n; n = w.nextNode()) {
+				const el = n.parentElement;
+				if (!n.textContent.trim() || el.closest("option, script, svg") || !el.checkVisibility()) continue;
+				const cs = getComputedStyle(el);
+				out.push({Text: n.textContent.trim().slice(0, 40), Fg: parse(cs.color), Bg: bg(el), Size: parseFloat(cs.fontSize), Bold: Number(cs.fontWeight) >= 700});
+			}
+			return out;
+		})()`)
+		if len(samples) < 20 {
+			t.Fatalf("only %d text samples", len(samples))
+		}
+		for _, s := range samples {
+			fg, bg := [3]float64{s.Fg[0], s.Fg[1], s.Fg[2]}, [3]float64{s.Bg[0], s.Bg[1], s.Bg[2]}
+			for i := range fg { // a translucent colour over its background
+				fg[i] = fg[i]*s.Fg[3] + bg[i]*(1-s.Fg[3])
+			}
+			min := 4.5
+			if s.Size >= 24 || (s.Bold && s.Size >= 18.66) {
+				min = 3
+			}
+			if r := contrast(fg, bg); r < min {
+				t.Errorf("%q: contrast %.2f:1, under %.1f:1 (%v on %v)", s.Text, r, min, s.Fg, s.Bg)
+			}
+		}
+		// The series colours: 4.5:1 on the white chart, so lines, markers and × read.
+		colors := evaluate[[]string](t, ctx, `[...Array(8).keys()].map(i => "--c" + i).concat(["--other"]).map(v => getComputedStyle(document.documentElement).getPropertyValue(v).trim())`)
+		for _, c := range colors {
+			if r := contrast(hexColor(t, c), [3]float64{255, 255, 255}); r < 4.5 {
+				t.Errorf("series colour %s: %.2f:1 on white", c, r)
+			}
+		}
+	})
+
+	t.Run("sizes 390, 320–1920, rotation, resize 390→1280", func(t *testing.T) {
+		b := b.on(t)
+		b.fits(390, 844)
+		b.screenshot("dashboard-390.png")
+		for _, s := range [][2]int64{{320, 640}, {844, 390}, {1920, 1080}} {
+			b.fits(s[0], s[1])
+		}
+		b.fits(390, 844)
+		b.fits(1280, 900)
+		b.screenshot("dashboard-390-to-1280.png")
+		w := evaluate[int](t, ctx, `dashboard.charts.main.width`)
+		if w < 900 {
+			t.Errorf("after 390→1280 the chart is %d px wide", w)
+		}
+		b.open("")
+		b.fits(1280, 900)
+		b.screenshot("dashboard-1280.png")
+		b.fits(390, 844)
+	})
+
+	t.Run("a range of one server, shared by its URL", func(t *testing.T) {
+		b := b.on(t)
+		from := today.AddDays(-13)
+		q := "?period=range&from=" + from.String() + "&to=" + today.String() + "&server=1"
+		b.open(q)
+		check := func() {
+			t.Helper()
+			type view struct {
+				Search, Fields, Compare, Delta, Title string
+				Missing, Stale                        []int
+				InProgress, Lines                     int
+			}
+			v := evaluate[view](t, ctx, `({Search: location.search,
+				Fields: [...document.querySelectorAll("#view-form input")].filter(el => el.checkVisibility()).map(el => el.id).join(","),
+				Compare: document.getElementById("compare").textContent, Delta: document.getElementById("compare").dataset.delta,
+				Title: document.getElementById("channels-title").textContent,
+				Missing: dashboard.trend.lines[0].marks.missing, Stale: dashboard.trend.lines[0].marks.stale,
+				InProgress: dashboard.trend.lines[0].marks.inProgress, Lines: dashboard.trend.lines.length})`)
+			if v.Search != q || v.Fields != "from-input,to-input" || v.Lines != 1 || v.Title != "Channels of Alpha" {
+				t.Errorf("view %+v", v)
+			}
+			// The range holds a missing day: no total, so no comparison is made up.
+			if v.Delta != "" || !strings.HasPrefix(v.Compare, "No comparison") {
+				t.Errorf("comparison %q (delta %q) for a range without a total", v.Compare, v.Delta)
+			}
+			wantMissing, wantStale := []int{from.DaysUntil(missing)}, []int{from.DaysUntil(stale)}
+			if fmt.Sprint(v.Missing) != fmt.Sprint(wantMissing) || fmt.Sprint(v.Stale) != fmt.Sprint(wantStale) || v.InProgress != 13 {
+				t.Errorf("marks: missing %v, stale %v, in progress %d; want %v, %v, 13", v.Missing, v.Stale, v.InProgress, wantMissing, wantStale)
+			}
+			link := evaluate[string](t, ctx, `document.getElementById("series-csv").href`)
+			if link != srv.URL+"/api/chat-series?from="+from.String()+"&to="+today.String()+"&server=1&format=csv" {
+				t.Errorf("series CSV %q", link)
+			}
+		}
+		check()
+		b.do(chromedp.Reload(), chromedp.WaitReady(`body[data-ready="true"]`))
+		check()
+		b.screenshot("dashboard-range-390.png")
+	})
+
+	t.Run("a week against the week before; the form rewrites the URL", func(t *testing.T) {
+		b := b.on(t)
+		end := today.AddDays(-11)
+		b.open("?period=week&date=" + end.String() + "&server=1")
+		var cur, prev statsAnswer
+		getJSON(t, srv.URL+"/api/chat-statistics?period=week&server=1&date="+end.String(), &cur)
+		getJSON(t, srv.URL+"/api/chat-statistics?period=week&server=1&date="+end.AddDays(-7).String(), &prev)
+		if cur.Server.TotalMessages == nil || prev.Server.TotalMessages == nil {
+			t.Fatalf("the API has no weekly totals: %v %v", cur.Server.TotalMessages, prev.Server.TotalMessages)
+		}
+		type view struct{ Total, Previous, Delta, Label, Fields string }
+		v := evaluate[view](t, ctx, `({Total: document.getElementById("total").dataset.total, Previous: document.getElementById("compare").dataset.previous,
+			Delta: document.getElementById("compare").dataset.delta, Label: document.getElementById("date-label").textContent,
+			Fields: [...document.querySelectorAll("#view-form input")].filter(el => el.checkVisibility()).map(el => el.id).join(",")})`)
+		want := view{num(cur.Server.TotalMessages), num(prev.Server.TotalMessages), strconv.FormatInt(*cur.Server.TotalMessages-*prev.Server.TotalMessages, 10), "Week ending", "date-input"}
+		if v != want {
+			t.Errorf("week view %+v, want %+v", v, want)
+		}
+		b.do(chromedp.Evaluate[chromedp.Void](`(() => { const p = document.getElementById("period"); p.value = "day"; p.dispatchEvent(new Event("change")); })()`))
+		b.waitFor("the day view", `location.search === "?period=day&date=`+end.String()+`&server=1" && document.getElementById("total").dataset.total !== "`+want.Total+`"`, 5*time.Second)
+		if got := evaluate[int](t, ctx, `dashboard.trend.days.length`); got != 30 {
+			t.Errorf("a day's chart has %d days, want the 30 that end on it", got)
+		}
+	})
+
+	t.Run("pure rules", func(t *testing.T) {
+		type tc struct {
+			Expr, Want string
+		}
+		for _, c := range []tc{
+			{`l.previousView({period: "month", month: "2026-03", server: ""}, "2026-03-31")`, `{"period":"range","month":"2026-03","server":"","from":"2026-02-01","to":"2026-02-28"}`},
+			{`l.previousView({period: "month", month: "2026-03", server: ""}, "2026-05-02")`, `{"period":"month","month":"2026-02","server":""}`},
+			{`l.previousView({period: "month", month: "2026-01", server: ""}, "2026-01-05")`, `{"period":"range","month":"2026-01","server":"","from":"2025-12-01","to":"2025-12-05"}`},
+			{`l.previousView({period: "range", from: "2026-03-01", to: "2026-03-31"}, "2026-05-02")`, `{"period":"range","from":"2026-01-29","to":"2026-02-28"}`},
+			{`l.previousView({period: "week", date: "2026-03-03"}, "2026-05-02")`, `{"period":"week","date":"2026-02-24"}`},
+			{`l.previousView({period: "day", date: "2024-03-01"}, "2026-05-02")`, `{"period":"day","date":"2024-02-29"}`},
+			{`l.normalizeView({period: "year", month: "2026-13", date: "2026-02-30", from: "2026-01-01", to: "2026-03-01", server: "x"}, "2026-05-02")`,
+				`{"period":"month","month":"2026-05","date":"2026-05-02","from":"2026-01-30","to":"2026-03-01","server":""}`},
+			{`l.viewParams({period: "range", month: "2026-05", date: "2026-05-02", from: "2026-04-01", to: "2026-04-30", server: "7"}).toString()`, `"period=range&from=2026-04-01&to=2026-04-30&server=7"`},
+			{`l.chartSpan({period: "month", month: "2026-05"}, "2026-05-02")`, `{"from":"2026-05-01","to":"2026-05-02"}`},
+			{`l.chartSpan({period: "day", date: "2026-05-02"}, "2026-05-02")`, `{"from":"2026-04-03","to":"2026-05-02"}`},
+			{`l.marks(["a", "b", "c", "d"], ["ok", "missing", "stale", "ok"], "d")`, `{"missing":[1],"stale":[2],"inProgress":3}`},
+			{`l.change(150, 100)`, `{"delta":50,"pct":50,"text":"+50 (+50 %)"}`},
+			{`l.change(1000, 1050)`, `{"delta":-50,"pct":-4.761904761904762,"text":"−50 (−4.8 %)"}`},
+			{`l.change(5, 0)`, `{"delta":5,"pct":null,"text":"+5"}`},
+			{`l.change(null, 5)`, `null`},
+			{`l.ago("2026-05-02T10:00:00Z", new Date("2026-05-02T10:07:59Z"))`, `"7 min ago"`},
+			{`l.ago("2026-05-02T10:00:00Z", new Date("2026-05-04T11:00:00Z"))`, `"2 days ago"`},
+			{`[l.initials("alpha beta gamma"), l.initials("Ёлки-палки"), l.initials("!!!")]`, `["AB","ЁП","?"]`},
+			{`l.channelTrend([{id: "2", name: "b", totals: [1, null]}, {id: "1", name: "a", totals: [1, null]}, {id: "3", name: "c", totals: [0, null]}], ["x", "y"], 1)`,
+				`[{"id":"1","name":"#a","totals":[1,null],"sum":1},{"id":"","name":"other (2 channels)","totals":[1,null],"sum":1,"other":true}]`},
+			{`l.acceptsParam({paths: {"/api/chat-series": {get: {parameters: [{$ref: "#/components/parameters/tz"}]}}}, components: {parameters: {tz: {name: "tz", in: "query"}}}}, "/api/chat-series", "tz")`, `true`},
+			{`l.acceptsParam({paths: {"/api/chat-series": {get: {parameters: [{name: "tz", in: "header"}]}}}}, "/api/chat-series", "tz")`, `false`},
+			{`l.acceptsParam(null, "/api/chat-series", "tz")`, `false`},
+		} {
+			got := evaluate[string](t, ctx, `import("/static/lib.js").then(l => JSON.stringify(`+c.Expr+`))`)
+			if got != c.Want {
+				t.Errorf("%s\n got %s\nwant %s", c.Expr, got, c.Want)
+			}
+		}
+		// The API's own document: it does not take tz today, the page reads it so.
+		if got := evaluate[string](t, ctx, `Promise.all([import("/static/lib.js"), fetch("/api/openapi.json").then(r => r.json())]).then(([l, d]) => JSON.stringify([l.acceptsParam(d, "/api/chat-series", "tz"), l.acceptsParam(d, "/api/chat-series", "from")]))`); got != "[false,true]" {
+			t.Errorf("the API's document read as %s", got)
+		}
+	})
+
+	t.Run("heatmap renderer on a fixture", func(t *testing.T) {
+		type out struct {
+			Rects, Max   int
+			Cells        map[string]string
+			Width, Inner float64
+		}
+		got := evaluate[out](t, ctx, `import("/static/heatmap.js").then(h => {
+			const box = document.createElement("div");
+			document.body.appendChild(box);
+			const r = h.renderHeatmap(box, [{hour: 0, count: 5}, {hour: 167, count: 50}, {hour: 30, count: 25}, {hour: 30, count: 25},
+				{hour: 168, count: 99}, {hour: -1, count: 9}, {hour: 2.5, count: 9}, {hour: 5, count: -3}, {hour: 6, count: "7"}, null]);
+			const cell = (i) => { const el = box.querySelector("rect[data-hour='" + i + "']"); return el.dataset.count + "|" + el.dataset.bucket + "|" + el.getAttribute("fill") + "|" + el.textContent; };
+			const res = {Rects: box.querySelectorAll("rect").length, Max: r.max, Cells: {0: cell(0), 1: cell(1), 5: cell(5), 30: cell(30), 167: cell(167)},
+				Width: box.querySelector("svg").getBoundingClientRect().width, Inner: innerWidth};
+			box.remove();
+			return res;
+		})`)
+		want := map[string]string{
+			"0":   "5|1|#c6dbef|Mon 00:00–01:00: 5 messages",
+			"1":   "0|0|#f0f4f8|Mon 01:00–02:00: 0 messages",
+			"5":   "0|0|#f0f4f8|Mon 05:00–06:00: 0 messages",
+			"30":  "50|5|#08519c|Tue 06:00–07:00: 50 messages",
+			"167": "50|5|#08519c|Sun 23:00–24:00: 50 messages",
+		}
+		if got.Rects != 168 || got.Max != 50 || fmt.Sprint(got.Cells) != fmt.Sprint(want) {
+			t.Errorf("heatmap %+v, want 168 cells, max 50, %v", got, want)
+		}
+		if got.Width <= 0 || got.Width > got.Inner {
+			t.Errorf("heatmap %v px wide in a %v px viewport", got.Width, got.Inner)
+		}
+		if hidden := evaluate[bool](t, ctx, `document.getElementById("activity").hidden`); !hidden {
+			t.Error("the activity section shows before the API has hourly counts")
+		}
+	})
+
+	t.Run("refresh: 304 without redraw, a change redrawn", func(t *testing.T) {
+		b := b.on(t)
+		from := today.AddDays(-13)
+		b.open("?period=range&from=" + from.String() + "&to=" + today.String() + "&server=1&refresh=1")
+		redraws := evaluate[int](t, ctx, `dashboard.redraws`)
+		rec.take()
+		b.waitFor("two refreshes", `dashboard.refreshes >= 2`, 10*time.Second)
+		hits := rec.take()
+		conditional := 0
+		for _, h := range hits {
+			if !strings.HasPrefix(h.Path, "/api/") {
+				continue
+			}
+			if h.IfNoneMatch == "" || h.Status != http.StatusNotModified {
+				t.Errorf("refresh of %s?%s: If-None-Match %q, status %d; want a 304", h.Path, h.Query, h.IfNoneMatch, h.Status)
+			}
+			conditional++
+		}
+		if conditional < 5 {
+			t.Errorf("the refreshes asked %d conditional requests: %+v", conditional, hits)
+		}
+		if got := evaluate[int](t, ctx, `dashboard.redraws`); got != redraws {
+			t.Errorf("redrawn %d times on 304s", got-redraws)
+		}
+		// New numbers for today: the next refresh gets a 200 and draws them.
+		err := gdb.Transaction(func(tx *gorm.DB) error {
+			if err := tx.Model(&reports.DailyReport{}).Where("guild_id = ? AND day = ?", "111", today.String()).Update("total_messages", 9999).Error; err != nil {
+				return err
+			}
+			_, err := reports.BumpGeneration(tx)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.waitFor("the redraw", `dashboard.redraws > `+strconv.Itoa(redraws)+` && dashboard.trend.lines[0].totals[13] === 9999`, 10*time.Second)
+		if got := evaluate[int](t, ctx, `dashboard.redraws`); got != redraws+1 {
+			t.Errorf("one change redrawn %d times", got-redraws)
+		}
+	})
+
 	mu.Lock()
 	defer mu.Unlock()
 	if len(elsewhere) > 0 {
@@ -279,14 +938,23 @@ func TestDashboardInChromium(t *testing.T) {
 	if len(blocked) > 0 {
 		t.Errorf("blocked by the Content-Security-Policy or failed: %q", blocked)
 	}
-	if pagePolicy != web.ContentSecurityPolicy("http://127.0.0.1:1") {
+	if pagePolicy != web.ContentSecurityPolicy(cdn) {
 		t.Errorf("the page was served with the policy %q", pagePolicy)
 	}
 }
 
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func evaluate[T any](t *testing.T, ctx context.Context, expr string) T {
 	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
 	if err != nil {
 		t.Fatalf("evaluate %s: %v", expr, err)
 	}
