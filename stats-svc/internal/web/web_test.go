@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -152,6 +153,8 @@ type recorder struct {
 	h    http.Handler
 	mu   sync.Mutex
 	hits []hit
+	// doc, when set, is served as /api/openapi.json instead of the service's: a later API.
+	doc []byte
 }
 
 type capture struct {
@@ -179,7 +182,15 @@ func (c *capture) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := &capture{ResponseWriter: w}
-	rec.h.ServeHTTP(c, r)
+	rec.mu.Lock()
+	doc := rec.doc
+	rec.mu.Unlock()
+	if doc != nil && r.URL.Path == "/api/openapi.json" {
+		c.Header().Set("Content-Type", "application/json")
+		_, _ = c.Write(doc)
+	} else {
+		rec.h.ServeHTTP(c, r)
+	}
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
 	_, _ = zw.Write(c.body.Bytes())
@@ -757,10 +768,12 @@ func TestDashboardInChromium(t *testing.T) {
 			t.Helper()
 			type view struct {
 				Search, Fields, Compare, Delta, Title string
+				Total, Channels                       string
 				Missing, Stale                        []int
 				InProgress, Lines                     int
 			}
-			v := evaluate[view](t, ctx, `({Search: location.search,
+			v := evaluate[view](t, ctx, `({Search: location.search, Total: document.getElementById("total").textContent,
+				Channels: document.querySelector("#channels tbody").textContent,
 				Fields: [...document.querySelectorAll("#view-form input")].filter(el => el.checkVisibility()).map(el => el.id).join(","),
 				Compare: document.getElementById("compare").textContent, Delta: document.getElementById("compare").dataset.delta,
 				Title: document.getElementById("channels-title").textContent,
@@ -770,7 +783,7 @@ func TestDashboardInChromium(t *testing.T) {
 				t.Errorf("view %+v", v)
 			}
 			// The range holds a missing day: no total, so no comparison is made up.
-			if v.Delta != "" || !strings.HasPrefix(v.Compare, "No comparison") {
+			if v.Delta != "" || !strings.HasPrefix(v.Compare, "No comparison") || !strings.HasPrefix(v.Total, "No total") || !strings.HasPrefix(v.Channels, "No channel counts") {
 				t.Errorf("comparison %q (delta %q) for a range without a total", v.Compare, v.Delta)
 			}
 			wantMissing, wantStale := []int{from.DaysUntil(missing)}, []int{from.DaysUntil(stale)}
@@ -927,6 +940,53 @@ func TestDashboardInChromium(t *testing.T) {
 		b.waitFor("the redraw", `dashboard.redraws > `+strconv.Itoa(redraws)+` && dashboard.trend.lines[0].totals[13] === 9999`, 10*time.Second)
 		if got := evaluate[int](t, ctx, `dashboard.redraws`); got != redraws+1 {
 			t.Errorf("one change redrawn %d times", got-redraws)
+		}
+	})
+
+	t.Run("time zone picker when the API takes tz", func(t *testing.T) {
+		b := b.on(t)
+		// The service's document with a tz parameter on chat-series: what the page reads.
+		var doc map[string]any
+		getJSON(t, srv.URL+"/api/openapi.json", &doc)
+		get := doc["paths"].(map[string]any)["/api/chat-series"].(map[string]any)["get"].(map[string]any)
+		get["parameters"] = append(get["parameters"].([]any), map[string]any{"name": "tz", "in": "query", "schema": map[string]any{"type": "string"}})
+		rec.mu.Lock()
+		rec.doc = []byte(jsonOf(t, doc))
+		rec.mu.Unlock()
+		defer func() {
+			rec.mu.Lock()
+			rec.doc = nil
+			rec.mu.Unlock()
+		}()
+		rec.take()
+		b.open("")
+		asked := map[string]int{}
+		for _, h := range rec.take() {
+			if strings.HasPrefix(h.Path, "/api/chat-") {
+				q, _ := url.ParseQuery(h.Query)
+				asked[h.Path+" tz="+q.Get("tz")]++
+			}
+		}
+		// The device's zone is asked of chat-series only (the statistics may come from the
+		// browser's cache: the same URLs as before); the API (Moscow-only yet) answers in Moscow,
+		// and the page shows the zone the answer names, the picker enabled.
+		for k := range asked {
+			if strings.HasPrefix(k, "/api/chat-statistics tz=") && k != "/api/chat-statistics tz=" {
+				t.Errorf("chat-statistics asked with %s, which its document does not list", k)
+			}
+		}
+		if asked["/api/chat-series tz=America/New_York"] == 0 {
+			t.Errorf("chat-series never asked in the device's zone: %v", asked)
+		}
+		type tz struct {
+			Value, Note string
+			Disabled    bool
+			Options     int
+		}
+		got := evaluate[tz](t, ctx, `({Value: document.getElementById("tz").value, Disabled: document.getElementById("tz").disabled,
+			Note: document.getElementById("tz-note").textContent, Options: document.getElementById("tz").options.length})`)
+		if got.Disabled || got.Value != "Europe/Moscow" || got.Options < 100 || !strings.HasPrefix(got.Note, "Days are counted in Europe/Moscow.") {
+			t.Errorf("zone picker %+v", got)
 		}
 	})
 

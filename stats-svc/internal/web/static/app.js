@@ -29,12 +29,12 @@ const cache = new Map(); // url -> {etag, body}
 // get fetches url; with conditional, the stored ETag goes in If-None-Match and a 304 gives the
 // stored body back with changed false. (A request that carries If-None-Match bypasses the
 // browser's HTTP cache, so the 304 reaches the page.)
-async function get(url, conditional) {
+async function get(url, conditional, fresh) {
   const prev = cache.get(url);
   const headers = { Accept: "application/json" };
   if (conditional && prev && prev.etag) headers["If-None-Match"] = prev.etag;
   dash.requests++;
-  const r = await fetch(url, { headers });
+  const r = await fetch(url, fresh ? { headers, cache: "no-cache" } : { headers });
   if (r.status === 304 && prev) {
     dash.notModified++;
     return { body: prev.body, changed: false };
@@ -175,7 +175,7 @@ function render(d) {
   $("period-title").textContent = (selected ? selected.name : "All servers") + ", " + lib.periodLabel(v);
   const total = selected ? selected.totalMessages : d.stats.totalMessages;
   const prevTotal = selected ? (prevSelected ? prevSelected.totalMessages : null) : d.prev.totalMessages;
-  $("total").textContent = lib.formatNumber(total) + " messages";
+  $("total").textContent = total === null || total === undefined ? "No total: a day of the period has no report" : lib.formatNumber(total) + " messages";
   $("total").dataset.total = total ?? "";
   const progress = $("progress");
   progress.hidden = !span.inProgress;
@@ -484,6 +484,10 @@ function renderChannels(d) {
     const ch = prevKnown ? lib.change(c.messages, prev.get(c.id) ?? 0) : null;
     cell(tr, ch ? ch.text : "—", "num change");
   }
+  if (srv.channels.length === 0) {
+    const td = cell(tbody.insertRow(), srv.status === "missing" ? "No channel counts: a day of the period has no report." : "No messages in this period.", "muted");
+    td.colSpan = 3;
+  }
   const colors = palette();
   const other = cssVar("--other") || "#616161";
   const trend = lib.channelTrend((series && series.channels) || [], d.chSeries.days, lib.TOP_CHANNELS);
@@ -590,7 +594,9 @@ async function init() {
   // What the API accepts, from its own document.
   let doc = null;
   try {
-    doc = (await get("api/openapi.json", false)).body;
+    // Revalidated, never taken from the browser's cache unasked: after a deploy the page must
+    // see what the new API takes.
+    doc = (await get("api/openapi.json", false, true)).body;
   } catch (e) {
     doc = null; // without the document the page keeps to the API's defaults
   }
