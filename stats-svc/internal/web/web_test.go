@@ -826,6 +826,16 @@ func TestDashboardInChromium(t *testing.T) {
 		}
 	})
 
+	t.Run("a link to a server the catalog lacks shows all servers", func(t *testing.T) {
+		b := b.on(t)
+		b.open("?server=99")
+		type view struct{ Search, Error string }
+		v := evaluate[view](t, ctx, `({Search: location.search, Error: document.getElementById("error").hidden ? "" : document.getElementById("error").textContent})`)
+		if v.Search != "?period=month&month="+month.String() || v.Error != "Server 99 is not in the catalog: showing all servers." {
+			t.Errorf("%+v", v)
+		}
+	})
+
 	t.Run("pure rules", func(t *testing.T) {
 		type tc struct {
 			Expr, Want string

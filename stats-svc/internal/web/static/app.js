@@ -554,6 +554,10 @@ function show(v, push) {
   if (push) history.pushState(null, "", pageURL(v));
   else history.replaceState(null, "", pageURL(v));
   return load(false).then(() => setError(""), (e) => {
+    // A shared link to a server the catalog no longer has shows all servers, and says so.
+    if (v.server && e.message === "server_not_found") {
+      return show({ ...v, server: "" }, false).then(() => setError("Server " + v.server + " is not in the catalog: showing all servers."));
+    }
     setError("Could not load: " + e.message);
     throw e;
   });
