@@ -283,6 +283,10 @@ func (b *browser) fits(width, height int64) {
 	if s.Scroll > s.Inner {
 		b.t.Errorf("at %d×%d the page is %d px wide: wider than the viewport", width, height, s.Scroll)
 	}
+	// The tables sit in scrolling boxes as a last resort; from 320 px they fit without.
+	if over := evaluate[[]string](b.t, b.ctx, `[...document.querySelectorAll(".scroll")].filter(el => el.scrollWidth > el.clientWidth).map(el => el.firstElementChild.id + " " + el.scrollWidth + ">" + el.clientWidth)`); len(over) > 0 {
+		b.t.Errorf("at %d px tables scroll sideways: %v", width, over)
+	}
 	if s.Chart > s.Inner || s.Chart < s.Inner/2 {
 		b.t.Errorf("at %d px the chart's container is %d px", width, s.Chart)
 	}
