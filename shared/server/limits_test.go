@@ -4,6 +4,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -53,5 +55,37 @@ func TestOversizedHeadReachesTheErrorHandler(t *testing.T) {
 				t.Fatalf("Content-Type %q", res.Header.Get("Content-Type"))
 			}
 		})
+	}
+}
+
+// A service that sets no body limit takes exactly 1 MiB, and one byte more is 413.
+func TestDefaultBodyLimitIsOneMiB(t *testing.T) {
+	e := server.New(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e.POST("/echo", func(c echo.Context) error {
+		n, err := io.Copy(io.Discard, c.Request().Body)
+		if err != nil {
+			return err
+		}
+		return c.String(http.StatusOK, strconv.FormatInt(n, 10))
+	})
+	srv := httptest.NewServer(e)
+	defer srv.Close()
+	for _, tt := range []struct {
+		size   int
+		status int
+	}{
+		{1 << 20, http.StatusOK},
+		{1<<20 + 1, http.StatusRequestEntityTooLarge},
+		{1_000_001, http.StatusOK}, // past Echo's decimal "1M"
+	} {
+		res, err := http.Post(srv.URL+"/echo", "application/octet-stream", strings.NewReader(strings.Repeat("x", tt.size)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != tt.status {
+			t.Errorf("%d bytes: %d %s, want %d", tt.size, res.StatusCode, body, tt.status)
+		}
 	}
 }

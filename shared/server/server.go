@@ -33,6 +33,10 @@ type Check struct {
 	Fn   func(context.Context) error
 }
 
+// DefaultBodyLimit is the body limit of a service that sets none: 1 MiB (1,048,576 bytes), as
+// the services document it. Echo reads "1M" as 1,000,000 bytes, so the binary unit is spelled out.
+const DefaultBodyLimit = "1MiB"
+
 // Options configures New.
 type Options struct {
 	Name         string
@@ -40,7 +44,7 @@ type Options struct {
 	ErrorHandler echo.HTTPErrorHandler
 	Ready        []Check
 	// BodyLimit caps request bodies in Echo's notation ("64K", "1M", "1MiB"): "K" and "M" are
-	// powers of ten, "KiB" and "MiB" of two. Empty means "1M", 1,000,000 bytes.
+	// powers of ten, "KiB" and "MiB" of two. Empty means DefaultBodyLimit.
 	BodyLimit string
 	// HTTP is the server's configuration (config.Common.HTTP): the read timeout Serve applies
 	// and the proxies whose X-Forwarded-For c.RealIP() believes.
@@ -88,7 +92,7 @@ func New(opts Options) *echo.Echo {
 	}
 	limit := opts.BodyLimit
 	if limit == "" {
-		limit = "1M"
+		limit = DefaultBodyLimit
 	}
 
 	e.IPExtractor = ipExtractor(opts.HTTP.TrustedProxies)
