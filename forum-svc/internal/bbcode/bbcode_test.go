@@ -106,8 +106,18 @@ var allowedAttrs = map[string]map[string]bool{
 	"html": {}, "head": {}, "body": {},
 }
 
-// checkHTML parses out as a browser would and fails on any element or attribute the renderer does
-// not write, and on any link whose scheme is not http, https or mailto.
+// attrValues are the only values of the attributes the renderer writes from a fixed set.
+var attrValues = map[string]map[string]bool{
+	"class": {"link link--external": true, "bbImage": true, "bbCodeBlock bbCodeBlock--quote": true,
+		"bbCodeBlock bbCodeBlock--code": true, "bbCodeBlock-title": true, "bbCodeBlock-content": true,
+		"bbCodeCode": true, "bbCodeInline": true},
+	"rel":     {"nofollow ugc noopener": true},
+	"loading": {"lazy": true},
+	"type":    {"1": true, "a": true, "A": true, "i": true, "I": true},
+}
+
+// checkHTML parses out as a browser would and fails on any element, attribute or attribute value
+// the renderer does not write, and on any link whose scheme is not http, https or mailto.
 func checkHTML(t *testing.T, in, out string) {
 	t.Helper()
 	doc, err := html.Parse(strings.NewReader(out))
@@ -125,6 +135,12 @@ func checkHTML(t *testing.T, in, out string) {
 			for _, a := range n.Attr {
 				if !attrs[a.Key] || a.Namespace != "" {
 					t.Fatalf("%q: attribute %s on <%s> in %q", in, a.Key, n.Data, out)
+				}
+				if want, fixed := attrValues[a.Key]; fixed && !want[a.Val] {
+					t.Fatalf("%q: %s=%q on <%s> in %q", in, a.Key, a.Val, n.Data, out)
+				}
+				if a.Key == "style" && !styleValue.MatchString(a.Val) {
+					t.Fatalf("%q: style=%q in %q", in, a.Val, out)
 				}
 				if a.Key == "href" || a.Key == "src" {
 					u, err := url.Parse(a.Val)
