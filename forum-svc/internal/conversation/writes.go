@@ -309,25 +309,44 @@ func (s *Service) Invite(ctx context.Context, userID, conversationID int64, f Fi
 
 // withUnknown completes a refusal of malformed recipients with the well-formed ids among them that
 // name no user, so that one answer names every offending value and a client fixes its request
-// once. Only this refusal looks users up one by one: a request whose ids are all well formed
-// learns its unknown ones from the write itself (*UnknownUsersError), in one query. The look-ups
-// are as many as the forum's maxRecipients at most (ParseRecipients refuses more values).
+// once. Only this refusal looks users up: a request whose ids are all well formed learns its
+// unknown ones from the write itself (*UnknownUsersError). The ids are at most the forum's
+// maxRecipients (ParseRecipients refuses more values).
 func (s *Service) withUnknown(ctx context.Context, rs Recipients, err error) error {
 	var bad *InvalidRecipientsError
 	if !errors.As(err, &bad) || len(rs.IDs) == 0 {
 		return err
 	}
+	unknown, lerr := s.unknownUsers(ctx, rs.IDs)
+	if lerr != nil {
+		return lerr
+	}
+	return rs.Invalid(unknown)
+}
+
+// UnknownUsersFinder is a store that finds, in one query, which of ids name no user. A store that
+// has it is asked so; one without is asked user by user (UserExists), up to maxRecipients
+// questions for one refused request.
+type UnknownUsersFinder interface {
+	UnknownUsers(ctx context.Context, ids []int64) ([]int64, error)
+}
+
+// unknownUsers returns the ids that name no user.
+func (s *Service) unknownUsers(ctx context.Context, ids []int64) ([]int64, error) {
+	if f, ok := s.store.(UnknownUsersFinder); ok {
+		return f.UnknownUsers(ctx, ids)
+	}
 	var unknown []int64
-	for _, id := range rs.IDs {
-		ok, lerr := s.store.UserExists(ctx, id)
-		if lerr != nil {
-			return lerr
+	for _, id := range ids {
+		ok, err := s.store.UserExists(ctx, id)
+		if err != nil {
+			return nil, err
 		}
 		if !ok {
 			unknown = append(unknown, id)
 		}
 	}
-	return rs.Invalid(unknown)
+	return unknown, nil
 }
 
 // Star sets or (without `star`) toggles the user's star.

@@ -119,9 +119,19 @@ func TestRecipientsRefusedAtOnce(t *testing.T) {
 			t.Errorf("%s: looked up %v", op, store.looked)
 		}
 	}
+	// A store that finds unknown users in one query is asked once, with every well-formed id.
+	finder := &findingStore{usersStore: usersStore{users: map[int64]bool{2: true, 8: true}}}
+	_, err := NewService(finder, nil).Start(context.Background(), 1, fields, nil, func(Conversation) ([]byte, error) { return nil, nil })
+	var ir *InvalidRecipientsError
+	if !errors.As(err, &ir) || !slices.Equal(ir.Values, want) {
+		t.Errorf("one query: %v; want invalid %q", err, want)
+	}
+	if len(finder.asked) != 1 || !slices.Equal(finder.asked[0], []int64{9, 2, 8}) || len(finder.looked) != 0 {
+		t.Errorf("one query: asked %v, looked up %v", finder.asked, finder.looked)
+	}
 	// A failed look-up is that failure, not a refusal.
 	broken := &failingUsers{usersStore: usersStore{users: map[int64]bool{}}}
-	_, err := NewService(broken, nil).Start(context.Background(), 1, fields, nil, func(Conversation) ([]byte, error) { return nil, nil })
+	_, err = NewService(broken, nil).Start(context.Background(), 1, fields, nil, func(Conversation) ([]byte, error) { return nil, nil })
 	if !errors.Is(err, errLookup) {
 		t.Fatalf("failed look-up: %v", err)
 	}
@@ -132,3 +142,20 @@ var errLookup = errors.New("lookup failed")
 type failingUsers struct{ usersStore }
 
 func (f *failingUsers) UserExists(context.Context, int64) (bool, error) { return false, errLookup }
+
+// findingStore answers UnknownUsers in one call.
+type findingStore struct {
+	usersStore
+	asked [][]int64
+}
+
+func (f *findingStore) UnknownUsers(_ context.Context, ids []int64) ([]int64, error) {
+	f.asked = append(f.asked, slices.Clone(ids))
+	var unknown []int64
+	for _, id := range ids {
+		if !f.users[id] {
+			unknown = append(unknown, id)
+		}
+	}
+	return unknown, nil
+}
