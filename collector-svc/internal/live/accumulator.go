@@ -119,8 +119,14 @@ func (a *Accumulator) reset() {
 }
 
 // SetCutoff sets the oldest time whose hours are still refreshed: deleting a message made before
-// it changes no count, since no report of its hour will be written again.
-func (a *Accumulator) SetCutoff(t time.Time) { a.cutoffID = discord.SnowflakeAt(t) }
+// it changes no count, since no report of its hour will be written again. Gaps that end before it
+// are forgotten for the same reason (a new message is never that old).
+func (a *Accumulator) SetCutoff(t time.Time) {
+	a.cutoffID = discord.SnowflakeAt(t)
+	for g, c := range a.coverage {
+		c.Gaps = slices.DeleteFunc(c.Gaps, func(gap Gap) bool { return gap.MaxID <= a.cutoffID && a.provisional[g] != gap })
+	}
+}
 
 // Checkpoint is the session and sequence of the events applied, for the gateway to resume from.
 func (a *Accumulator) Checkpoint() Checkpoint { return a.cur }

@@ -240,3 +240,13 @@ func TestAccumulatorFill(t *testing.T) {
 		t.Errorf("fills %+v, counts %v", b.Fills, b.Counts)
 	}
 }
+
+func TestSetCutoffForgetsOldGaps(t *testing.T) {
+	a := started(t)
+	old, recent := gapOf(-50*time.Minute, -40*time.Minute, false), gapOf(-10*time.Minute, 10*time.Minute, false)
+	a.coverage[guild].Gaps = []Gap{old, recent}
+	a.SetCutoff(t0.Add(-30 * time.Minute))
+	if c, _ := a.Coverage(guild); len(c.Gaps) != 1 || c.Gaps[0] != recent {
+		t.Errorf("gaps after the cut-off %v, want only %v", c.Gaps, recent)
+	}
+}

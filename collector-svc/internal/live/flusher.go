@@ -18,11 +18,12 @@ type Writer interface {
 // Flusher feeds one shard's events to an Accumulator and flushes its batches: Apply may be called
 // from the gateway's goroutine while Run flushes.
 type Flusher struct {
-	mu  sync.Mutex
-	acc *Accumulator
-	w   Writer
-	now func() time.Time
-	log *slog.Logger
+	flushing sync.Mutex // one Flush at a time: batches are written in the order taken
+	mu       sync.Mutex
+	acc      *Accumulator
+	w        Writer
+	now      func() time.Time
+	log      *slog.Logger
 	// pending is a batch whose flush failed: it is written again, alone and first, so that a
 	// flush that committed but was answered with an error is recognised by its checkpoint.
 	pending *Batch
@@ -71,6 +72,8 @@ func (f *Flusher) SetCutoff(t time.Time) {
 // its checkpoint in one transaction. On an error the batch is kept for the next Flush: nothing is
 // lost and, the checkpoint moving only with the counts, nothing is counted twice.
 func (f *Flusher) Flush(ctx context.Context) error {
+	f.flushing.Lock()
+	defer f.flushing.Unlock()
 	if err := f.flushPending(ctx); err != nil {
 		return err
 	}
