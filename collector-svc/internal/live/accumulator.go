@@ -156,10 +156,17 @@ func (a *Accumulator) Apply(ev Event, at time.Time) {
 	a.cur.Seq = ev.Seq
 	switch ev.Type {
 	case TypeGuildCreate:
-		if _, ok := a.coverage[ev.GuildID]; !ok && ev.GuildID != 0 {
+		if ev.GuildID == 0 {
+			return
+		}
+		if _, ok := a.coverage[ev.GuildID]; !ok {
 			since := discord.SnowflakeAt(at)
 			a.coverage[ev.GuildID] = &Coverage{SinceID: since}
 			a.b.Guilds[ev.GuildID] = since
+		}
+		// A GUILD_CREATE that lists no channel (a server still unavailable) deletes none.
+		if len(ev.Channels) == 0 {
+			return
 		}
 		ids := make([]uint64, 0, len(ev.Channels))
 		for _, c := range ev.Channels {

@@ -37,7 +37,8 @@ type Event struct {
 	// IDs are the message ids: one for MESSAGE_CREATE and MESSAGE_DELETE, many for DELETE_BULK.
 	IDs []uint64
 	// Channels are what the event says of channels: all of the server's channels and active
-	// threads for GUILD_CREATE, the one channel for CHANNEL_* and THREAD_CREATE.
+	// threads for GUILD_CREATE (the server's other channels are then taken as deleted, unless it
+	// lists none), the one channel for CHANNEL_* and THREAD_CREATE.
 	Channels []Channel
 	// SessionID and ResumeURL come with READY.
 	SessionID, ResumeURL string
