@@ -236,7 +236,9 @@ func (a *Accumulator) ready(ev Event, at time.Time) {
 	a.newSession = true
 }
 
-// setGaps replaces the provisional gaps by those from the last stored flush to readyAt.
+// setGaps replaces the provisional gaps by those from the last stored flush to readyAt. A gap
+// starts no earlier than the server's counting began, nor than its last gap ended (a session
+// lost before the gap of the previous one was stored: the flush between stored no counts).
 func (a *Accumulator) setGaps() {
 	for g, c := range a.coverage {
 		if old, ok := a.provisional[g]; ok {
@@ -246,6 +248,11 @@ func (a *Accumulator) setGaps() {
 		from := discord.SnowflakeTime(c.SinceID)
 		if a.flushed.FlushedAt.After(from) {
 			from = a.flushed.FlushedAt
+		}
+		for _, o := range c.Gaps {
+			if end := discord.SnowflakeTime(o.MaxID); end.After(from) {
+				from = end
+			}
 		}
 		if gap, ok := GapBetween(from, a.readyAt); ok {
 			c.addGap(gap)

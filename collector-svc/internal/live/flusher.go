@@ -88,8 +88,10 @@ func (f *Flusher) flushPending(ctx context.Context) error {
 	p := f.pending
 	if p != nil && f.acc.NewSession() {
 		// Its session could not resume, and the gap since the last stored flush owns its
-		// messages: only what it learned besides counts is still true.
+		// messages: only what it learned besides counts is still true, and, storing no counts, it
+		// does not move the time counts are complete through.
 		p.Counts = nil
+		p.Next.FlushedAt = p.Prev.FlushedAt
 	}
 	f.pending = nil
 	f.mu.Unlock()
