@@ -57,7 +57,9 @@ type checkpointRow struct {
 
 // Load reads what shard of numShards resumes from: its checkpoint, and the coverage and threads of
 // the servers it holds. Gaps that end before keepFrom are left out: no count they concern is
-// refreshed any more.
+// refreshed any more. The checkpoint is the shard number's whatever the number of shards it was
+// written with: after a change of that number its session cannot resume, and the new session's
+// READY leaves gaps from its last flush.
 func (s *Store) Load(ctx context.Context, shard, numShards int, keepFrom time.Time) (State, error) {
 	tx := s.db.WithContext(ctx)
 	st := State{Coverage: map[uint64]Coverage{}}
