@@ -12,7 +12,8 @@ import (
 
 // collectorEnv are the variables LoadConfig reads beyond the common ones; every case starts
 // from all of them unset.
-var collectorEnv = []string{"DISCORD_TOKEN", "DISCORD_API_BASE", "CATALOG_FILE", "DISCORD_MAX_RPS", "REFRESH_MINUTES", "REFRESH_INTERVAL"}
+var collectorEnv = []string{"DISCORD_TOKEN", "DISCORD_API_BASE", "CATALOG_FILE", "DISCORD_MAX_RPS", "REFRESH_MINUTES", "REFRESH_INTERVAL",
+	"LIVE_FLUSH_INTERVAL"}
 
 func TestLoadConfig(t *testing.T) {
 	dir := t.TempDir()
@@ -30,18 +31,24 @@ func TestLoadConfig(t *testing.T) {
 		err  string
 	}{
 		{"defaults", nil,
-			Collector{APIBase: "https://discord.com/api/v10", MaxRPS: 50, RefreshMinutes: 10, Interval: 10 * time.Minute}, ""},
+			Collector{APIBase: "https://discord.com/api/v10", MaxRPS: 50, RefreshMinutes: 10, Interval: 10 * time.Minute,
+				LiveFlushInterval: 5 * time.Second}, ""},
 		{"all set", map[string]string{"DISCORD_TOKEN": "t", "DISCORD_API_BASE": "http://127.0.0.1:8090/api/v10", "CATALOG_FILE": good,
-			"DISCORD_MAX_RPS": "200", "REFRESH_MINUTES": "7", "REFRESH_INTERVAL": "2s"},
-			Collector{Token: "t", APIBase: "http://127.0.0.1:8090/api/v10", CatalogFile: good, MaxRPS: 200, RefreshMinutes: 7, Interval: 2 * time.Second}, ""},
+			"DISCORD_MAX_RPS": "200", "REFRESH_MINUTES": "7", "REFRESH_INTERVAL": "2s",
+			"LIVE_FLUSH_INTERVAL": "1s"},
+			Collector{Token: "t", APIBase: "http://127.0.0.1:8090/api/v10", CatalogFile: good, MaxRPS: 200, RefreshMinutes: 7, Interval: 2 * time.Second,
+				LiveFlushInterval: time.Second}, ""},
 		{"interval follows the minutes", map[string]string{"REFRESH_MINUTES": "3"},
-			Collector{APIBase: "https://discord.com/api/v10", MaxRPS: 50, RefreshMinutes: 3, Interval: 3 * time.Minute}, ""},
+			Collector{APIBase: "https://discord.com/api/v10", MaxRPS: 50, RefreshMinutes: 3, Interval: 3 * time.Minute,
+				LiveFlushInterval: 5 * time.Second}, ""},
 		{"api base not http", map[string]string{"DISCORD_API_BASE": "ftp://x"}, Collector{}, `DISCORD_API_BASE: "ftp://x" is not an http(s) URL`},
 		{"api base without host", map[string]string{"DISCORD_API_BASE": "http://"}, Collector{}, "DISCORD_API_BASE"},
 		{"rate not a number", map[string]string{"DISCORD_MAX_RPS": "fast"}, Collector{}, `DISCORD_MAX_RPS: "fast" is not an integer`},
 		{"rate zero", map[string]string{"DISCORD_MAX_RPS": "0"}, Collector{}, "DISCORD_MAX_RPS: must be a positive"},
 		{"minutes zero", map[string]string{"REFRESH_MINUTES": "0"}, Collector{}, "REFRESH_MINUTES: must be a positive number of minutes, got 0"},
 		{"interval negative", map[string]string{"REFRESH_INTERVAL": "-1s"}, Collector{}, "REFRESH_INTERVAL: must be positive, got -1s"},
+		{"live flush interval zero", map[string]string{"LIVE_FLUSH_INTERVAL": "0s"}, Collector{}, "LIVE_FLUSH_INTERVAL: must be positive, got 0s"},
+		{"live flush interval not a duration", map[string]string{"LIVE_FLUSH_INTERVAL": "5"}, Collector{}, "LIVE_FLUSH_INTERVAL"},
 		{"catalog broken", map[string]string{"CATALOG_FILE": broken}, Collector{}, "CATALOG_FILE: "},
 		{"catalog absent", map[string]string{"CATALOG_FILE": filepath.Join(dir, "none.json")}, Collector{}, "CATALOG_FILE: "},
 	}
