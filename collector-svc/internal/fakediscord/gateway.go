@@ -35,14 +35,15 @@ import (
 //   - The fake's clock drives MESSAGE_CREATE: every Tick, each session dispatches the messages of
 //     its guilds stamped since the last tick, from the same streams the search counts. Delete
 //     dispatches MESSAGE_DELETE or MESSAGE_DELETE_BULK.
-//   - Client payloads are at most 4096 bytes, 120 a minute; the fake closes as Discord does: 4001
+//   - Client payloads are at most 4096 bytes, 120 a minute besides heartbeats; the fake closes as Discord does: 4001
 //     unknown opcode, 4002 decode error (bad JSON, oversized), 4003 not authenticated, 4004
 //     authentication failed, 4005 already authenticated, 4007 invalid seq, 4008 rate limited, 4009
 //     session timed out (no heartbeat for three intervals), 4010 invalid shard, 4011 sharding
 //     required, 4012 invalid API version, 4013 invalid intents, 4014 disallowed intents.
 //
 // Knobs for failure tests: DropConnections (abrupt close), SetZombie (no more ACKs),
-// InvalidateSessions (op 9), RequestReconnect (op 7), RequestHeartbeat (op 1).
+// InvalidateSessions (op 9), RequestReconnect (op 7), RequestHeartbeat (op 1), InjectFrame (any
+// bytes, e.g. bad JSON).
 
 // Paths of the websocket: identify at the first, resume at the second (resume_gateway_url).
 const (
@@ -318,7 +319,8 @@ func (s *Server) converse(r *http.Request, gc *gwConn) *closeError {
 		if json.Unmarshal(data, &p) != nil {
 			return &closeError{4002, "Decode error"}
 		}
-		if !gc.allow(time.Now()) {
+		// Heartbeats are exempt, so that the short intervals of tests do not trip the limit.
+		if p.Op != opHeartbeat && !gc.allow(time.Now()) {
 			return &closeError{4008, "Rate limited"}
 		}
 		if ce := s.handle(ctx, gc, p); ce != nil {
@@ -350,7 +352,7 @@ func (s *Server) watchHeartbeats(gc *gwConn, interval time.Duration) {
 		}
 		if time.Since(time.Unix(0, gc.lastBeat.Load())) > 3*interval {
 			s.gw.mu.Lock()
-			if ss := gc.sess; ss != nil {
+			if ss := gc.sess; ss != nil && ss.conn == gc { // not a session resumed elsewhere since
 				s.endSession(ss)
 			}
 			s.gw.mu.Unlock()
@@ -843,6 +845,18 @@ func (s *Server) sendAll(authedOnly bool, v any) {
 	}
 }
 
+// InjectFrame sends data as one text frame to every connection, as it is: a malformed or
+// oversized payload, or an unknown opcode, for the tests of a client's defences.
+func (s *Server) InjectFrame(data []byte) {
+	for _, gc := range s.connections() {
+		gc.writeLock.Lock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = gc.ws.Write(ctx, websocket.MessageText, data)
+		cancel()
+		gc.writeLock.Unlock()
+	}
+}
+
 // Close ends every session and connection of the gateway.
 func (s *Server) Close() {
 	s.gw.mu.Lock()
@@ -893,6 +907,13 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 	case "delete":
 		s.serveDelete(w, r)
 		return
+	case "gateway/inject":
+		data, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"message": "unreadable body", "code": 50035})
+			return
+		}
+		s.InjectFrame(data)
 	case "gateway/drop":
 		s.DropConnections()
 	case "gateway/reconnect":

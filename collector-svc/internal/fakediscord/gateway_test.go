@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -226,7 +227,7 @@ func TestGatewayBot(t *testing.T) {
 func TestGatewayCloseCodes(t *testing.T) {
 	s, srv := startFake(t, Options{Guilds: 3, Gateway: GatewayOptions{HeartbeatInterval: time.Hour, IdentifyInterval: time.Millisecond}})
 	url := gatewayURL(t, srv)
-	hb := map[string]any{"op": opHeartbeat, "d": nil}
+	presence := map[string]any{"op": opPresenceUpdate, "d": map[string]any{"status": "online", "afk": false, "activities": []any{}, "since": nil}}
 	tests := []struct {
 		name  string
 		query string
@@ -243,9 +244,9 @@ func TestGatewayCloseCodes(t *testing.T) {
 		{"already authenticated", "", []any{identifyPayload("secret", testIntents), identifyPayload("secret", testIntents)}, 4005},
 		{"resume beyond seq", "", []any{"RESUME+1000"}, 4007},
 		{"rate limited", "", func() []any {
-			out := make([]any, 121)
-			for i := range out {
-				out[i] = hb
+			out := []any{identifyPayload("secret", testIntents)}
+			for range 121 {
+				out = append(out, presence)
 			}
 			return out
 		}(), 4008},
@@ -371,6 +372,7 @@ func TestGatewayHeartbeats(t *testing.T) {
 	}
 	s.SetZombie(true)
 	c.send(map[string]any{"op": opHeartbeat, "d": 1})
+	waitHeartbeats(t, s, 2)
 	s.RequestReconnect() // a marker: the next payload must be it, not an ACK
 	if f := c.must(); f.Op != opReconnect {
 		t.Fatalf("zombie: %s, want no ACK and then op 7", f.Raw)
@@ -380,8 +382,18 @@ func TestGatewayHeartbeats(t *testing.T) {
 	if f := c.must(); f.Op != opHeartbeatACK {
 		t.Fatalf("%s, want ACK again", f.Raw)
 	}
-	if st := s.GatewayStats(); st.Heartbeats != 3 {
-		t.Fatalf("stats %+v, want 3 heartbeats", st)
+	waitHeartbeats(t, s, 3)
+}
+
+// waitHeartbeats waits until the fake has handled n heartbeats.
+func waitHeartbeats(t *testing.T, s *Server, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.GatewayStats().Heartbeats != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v, want %d heartbeats", s.GatewayStats(), n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -671,11 +683,16 @@ func TestGatewayControlEndpoints(t *testing.T) {
 		{"POST", "/_fake/gateway/invalid-session?resumable=true", 204, opInvalidSession},
 		{"POST", "/_fake/gateway/zombie?on=maybe", 400, -1},
 		{"POST", "/_fake/gateway/zombie?on=false", 204, -1},
+		{"POST", "/_fake/gateway/inject", 204, 42},
 		{"GET", "/_fake/gateway/drop", 405, -1},
 		{"POST", "/_fake/gateway/nothing", 404, -1},
 		{"GET", "/_fake/gateway/stats", 200, -1},
 	} {
-		req, _ := http.NewRequest(tt.method, srv.URL+tt.path, nil)
+		var body io.Reader
+		if strings.HasSuffix(tt.path, "/inject") {
+			body = strings.NewReader(`{"op":42,"d":null}`)
+		}
+		req, _ := http.NewRequest(tt.method, srv.URL+tt.path, body)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil || resp.StatusCode != tt.status {
 			t.Fatalf("%s %s: %v %v, want %d", tt.method, tt.path, resp, err, tt.status)

@@ -16,6 +16,7 @@
 //	POST /_fake/delete?channel_id=C&ids=I[,I...]              → 204 (Delete)
 //	POST /_fake/gateway/drop | reconnect | heartbeat           → 204 (every open connection)
 //	POST /_fake/gateway/zombie?on=true|false                   → 204 (SetZombie)
+//	POST /_fake/gateway/inject (body: one frame)               → 204 (InjectFrame)
 //	POST /_fake/gateway/invalid-session?resumable=true|false   → 204 (InvalidateSessions)
 //	GET  /_fake/gateway/stats                                  → GatewayStats
 //
