@@ -81,6 +81,7 @@ type Limiter struct {
 
 	mu        sync.Mutex
 	remaining int
+	from      time.Time // the instant the remaining starts are available from
 	resetAt   time.Time
 	next      map[int]time.Time // the earliest instant each bucket may identify again
 	now       func() time.Time
@@ -104,12 +105,15 @@ func (l *Limiter) Wait(ctx context.Context, shard int) error {
 	l.mu.Lock()
 	now := l.now()
 	at := now
+	if l.from.After(at) {
+		at = l.from
+	}
 	if l.remaining <= 0 {
-		if now.Before(l.resetAt) {
+		if at.Before(l.resetAt) {
 			at = l.resetAt
 		}
-		// The day's starts come back at the reset, and the next reset is a day later.
-		l.remaining, l.resetAt = l.total, at.Add(24*time.Hour)
+		// The day's starts come back at the reset, not before, and the next reset is a day later.
+		l.remaining, l.from, l.resetAt = l.total, at, at.Add(24*time.Hour)
 	}
 	l.remaining--
 	bucket := shard % l.maxConc

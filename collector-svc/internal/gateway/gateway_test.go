@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	promtest "github.com/prometheus/client_golang/prometheus/testutil"
+
 	"forumstats.local/collector-svc/internal/fakediscord"
 )
 
@@ -34,14 +36,14 @@ func (c *clock) Add(d time.Duration) {
 
 // env is a fake Discord with a virtual clock and fast timings.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	fake  *fakediscord.Server
 	srv   *httptest.Server
 	clock *clock
 	start time.Time
 }
 
-func newEnv(t *testing.T, opts fakediscord.Options) *env {
+func newEnv(t testing.TB, opts fakediscord.Options) *env {
 	t.Helper()
 	c := &clock{t: time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC)}
 	opts.Token = "secret"
@@ -85,7 +87,7 @@ func (e *env) shardConfig(id, count int) ShardConfig {
 }
 
 // testLog shows the shard's log in the test's output, which prints it when the test fails.
-type testLog struct{ t *testing.T }
+type testLog struct{ t testing.TB }
 
 func (l testLog) Write(p []byte) (int, error) {
 	l.t.Log(strings.TrimSpace(string(p)))
@@ -404,12 +406,16 @@ func TestFatalCloseCodesStop(t *testing.T) {
 			e := newEnv(t, fakediscord.Options{})
 			cfg := e.shardConfig(0, 1)
 			cfg.Token, cfg.Intents = tt.token, tt.intents
+			stopped := promtest.ToFloat64(metricStopped.WithLabelValues(strconv.Itoa(tt.code)))
 			_, _, done, _ := runShard(t, cfg, Checkpoint{})
 			select {
 			case err := <-done:
 				var fe *FatalError
 				if !errors.As(err, &fe) || fe.Code != tt.code {
 					t.Fatalf("Run = %v, want a FatalError %d", err, tt.code)
+				}
+				if n := promtest.ToFloat64(metricStopped.WithLabelValues(strconv.Itoa(tt.code))); n != stopped+1 {
+					t.Fatalf("collector_gateway_stopped_total{code=%d} went from %v to %v", tt.code, stopped, n)
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatal("the shard kept going")
