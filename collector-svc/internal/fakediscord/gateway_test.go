@@ -494,23 +494,24 @@ func TestGatewayResumeReplaysTheMissed(t *testing.T) {
 	c, r, _ := connect(t, gatewayURL(t, srv))
 	clock.Add(time.Minute)
 	s.Pump()
-	readMessages(t, c, int64(1+len(r.Guilds)), 40)
-	s.DropConnections()
-	// The client reads what reached it before the drop.
+	// The client reads every dispatch of the session so far, then the connection drops.
+	last := s.GatewayStats().Dispatched // one session: its last seq
 	first := map[int64]string{}
-	var seq int64
-	for {
-		f, err := c.read()
-		if err != nil {
-			break
+	seq := int64(1 + len(r.Guilds)) // READY and GUILD_CREATEs, read by connect
+	for seq < last {
+		f := c.next()
+		if f.S == nil || *f.S != seq+1 {
+			t.Fatalf("after seq %d: %s", seq, f.Raw)
 		}
-		if f.S != nil {
-			seq = *f.S
-			first[seq] = string(f.Raw)
-		}
+		seq = *f.S
+		first[seq] = string(f.Raw)
 	}
-	if len(first) < 25 {
-		t.Fatalf("only %d dispatches after the first 40 messages", len(first))
+	if seq < 30 {
+		t.Fatalf("only %d dispatches: the test needs more", seq)
+	}
+	s.DropConnections()
+	if _, err := c.read(); err == nil {
+		t.Fatal("the connection survived the drop")
 	}
 	clock.Add(time.Minute) // dispatched while away
 	s.Pump()
