@@ -25,14 +25,29 @@ type Event struct {
 	IDs      []uint64 // message ids: one for MESSAGE_CREATE and MESSAGE_DELETE, many for MESSAGE_DELETE_BULK
 	// SessionID and ResumeURL are set on READY: with Seq they make the Checkpoint.
 	SessionID, ResumeURL string
-	// Channels lists a GUILD_CREATE's channels and active threads.
+	// Channels lists a GUILD_CREATE's channels and active threads, or the one channel or thread
+	// of a CHANNEL_* or THREAD_* event.
 	Channels []Channel
 }
 
-// Channel is a channel or thread of a GUILD_CREATE.
+// Channel is a channel or thread as a dispatch describes it.
 type Channel struct {
 	ID, ParentID uint64
 	Type         int
+	Name         string
+	Thread       bool // a thread (types 10, 11, 12): counted in its server's total, not in a listed channel
+}
+
+// channelJSON is a channel in a dispatch.
+type channelJSON struct {
+	ID       snowflake `json:"id"`
+	ParentID snowflake `json:"parent_id"`
+	Type     int       `json:"type"`
+	Name     string    `json:"name"`
+}
+
+func (c channelJSON) channel() Channel {
+	return Channel{ID: uint64(c.ID), ParentID: uint64(c.ParentID), Type: c.Type, Name: c.Name, Thread: c.Type >= 10 && c.Type <= 12}
 }
 
 // snowflake decodes Discord's ids, which JSON carries as strings; null and absent are 0.
@@ -57,23 +72,17 @@ func (s *snowflake) UnmarshalJSON(b []byte) error {
 
 // dispatchData holds the fields of every dispatch type the collector reads.
 type dispatchData struct {
-	ID        snowflake   `json:"id"`
-	IDs       []snowflake `json:"ids"`
-	ChannelID snowflake   `json:"channel_id"`
-	GuildID   snowflake   `json:"guild_id"`
-	ParentID  snowflake   `json:"parent_id"`
-	SessionID string      `json:"session_id"`
-	ResumeURL string      `json:"resume_gateway_url"`
-	Channels  []struct {
-		ID       snowflake `json:"id"`
-		ParentID snowflake `json:"parent_id"`
-		Type     int       `json:"type"`
-	} `json:"channels"`
-	Threads []struct {
-		ID       snowflake `json:"id"`
-		ParentID snowflake `json:"parent_id"`
-		Type     int       `json:"type"`
-	} `json:"threads"`
+	ID        snowflake     `json:"id"`
+	IDs       []snowflake   `json:"ids"`
+	ChannelID snowflake     `json:"channel_id"`
+	GuildID   snowflake     `json:"guild_id"`
+	ParentID  snowflake     `json:"parent_id"`
+	Type      int           `json:"type"`
+	Name      string        `json:"name"`
+	SessionID string        `json:"session_id"`
+	ResumeURL string        `json:"resume_gateway_url"`
+	Channels  []channelJSON `json:"channels"`
+	Threads   []channelJSON `json:"threads"`
 }
 
 // decodeEvent builds the Event of a dispatch. The types the collector counts with must decode;
@@ -110,11 +119,8 @@ func decodeEvent(shard int, seq int64, typ string, d json.RawMessage) (Event, er
 			return ev, fmt.Errorf("%s without id", typ)
 		}
 		ev.GuildID = uint64(v.ID)
-		for _, c := range v.Channels {
-			ev.Channels = append(ev.Channels, Channel{ID: uint64(c.ID), ParentID: uint64(c.ParentID), Type: c.Type})
-		}
-		for _, c := range v.Threads {
-			ev.Channels = append(ev.Channels, Channel{ID: uint64(c.ID), ParentID: uint64(c.ParentID), Type: c.Type})
+		for _, c := range append(v.Channels, v.Threads...) {
+			ev.Channels = append(ev.Channels, c.channel())
 		}
 	case "READY":
 		if v.SessionID == "" || v.ResumeURL == "" {
@@ -122,7 +128,11 @@ func decodeEvent(shard int, seq int64, typ string, d json.RawMessage) (Event, er
 		}
 		ev.SessionID, ev.ResumeURL = v.SessionID, v.ResumeURL
 	default: // CHANNEL_* and THREAD_*
+		if v.ID == 0 {
+			return ev, fmt.Errorf("%s without id", typ)
+		}
 		ev.GuildID, ev.ChannelID, ev.ParentID = uint64(v.GuildID), uint64(v.ID), uint64(v.ParentID)
+		ev.Channels = []Channel{channelJSON{ID: v.ID, ParentID: v.ParentID, Type: v.Type, Name: v.Name}.channel()}
 	}
 	return ev, nil
 }

@@ -275,8 +275,19 @@ func TestRunIdentifiesEveryShard(t *testing.T) {
 	byShard := map[int][]Event{}
 	for _, ev := range evs {
 		byShard[ev.Shard] = append(byShard[ev.Shard], ev)
-		if ev.Type == "GUILD_CREATE" && (int(ev.GuildID>>22)%2 != ev.Shard || len(ev.Channels) < 5) {
-			t.Errorf("GUILD_CREATE %+v on shard %d", ev, ev.Shard)
+		if ev.Type == "GUILD_CREATE" {
+			threads := 0
+			for _, c := range ev.Channels {
+				if c.Thread {
+					threads++
+					if c.ParentID == 0 || c.Name == "" {
+						t.Errorf("thread %+v", c)
+					}
+				}
+			}
+			if int(ev.GuildID>>22)%2 != ev.Shard || len(ev.Channels) < 7 || threads != 2 {
+				t.Errorf("GUILD_CREATE %+v on shard %d", ev, ev.Shard)
+			}
 		}
 		if ev.Type == "READY" && (ev.SessionID == "" || ev.ResumeURL == "") {
 			t.Errorf("READY %+v", ev)
