@@ -196,6 +196,12 @@ func startFake(t *testing.T, opts Options) (*Server, *httptest.Server) {
 	if opts.Token == "" {
 		opts.Token = "secret"
 	}
+	if opts.Clock == nil {
+		// A still clock: no message arrives unless a test moves it, so that the tests reading
+		// payloads one by one get only the ones they ask for.
+		frozen := time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC)
+		opts.Clock = func() time.Time { return frozen }
+	}
 	s := New(opts)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(func() {
