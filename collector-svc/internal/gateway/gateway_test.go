@@ -522,3 +522,27 @@ func TestDeletesAreHandedOn(t *testing.T) {
 		t.Fatalf("MESSAGE_DELETE_BULK %+v", bulk)
 	}
 }
+
+// TestUnreachableResumeURL: a checkpoint whose resume URL no longer answers is resumed at the
+// gateway URL after a few tries, not abandoned and not retried forever.
+func TestUnreachableResumeURL(t *testing.T) {
+	e := newEnv(t, fakediscord.Options{Guilds: 1})
+	sh, rec, done, cancel := runShard(t, e.shardConfig(0, 1), Checkpoint{})
+	rec.waitFor(t, "READY", ready)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	cp := sh.Checkpoint()
+	dead := httptest.NewServer(nil)
+	cp.ResumeURL = strings.Replace(dead.URL, "http://", "ws://", 1) + "/gateway/resume"
+	dead.Close()
+	_, rec2, _, _ := runShard(t, e.shardConfig(0, 1), cp)
+	evs := rec2.waitFor(t, "RESUMED", func(evs []Event) bool { return count(evs, "RESUMED") == 1 })
+	if count(evs, "READY") != 0 {
+		t.Fatalf("identified instead of resuming: %s", summary(evs))
+	}
+	if st := e.fake.GatewayStats(); st.Resumes != 1 || st.ResumesAtResumeURL != 0 || st.Identifies != 1 {
+		t.Fatalf("stats %+v: want one resume, at the gateway URL", st)
+	}
+}

@@ -106,7 +106,15 @@ type Shard struct {
 
 	mu sync.Mutex
 	cp Checkpoint
+
+	// resumeDialFailures counts failed dials of the resume URL in a row (Run's goroutine only).
+	resumeDialFailures int
 }
+
+// resumeURLTries is how many failed dials of resume_gateway_url in a row make the shard resume at
+// the gateway URL instead: Discord accepts a resume there too, and a stale resume host must not
+// hold a resumable session hostage.
+const resumeURLTries = 3
 
 // NewShard prepares a shard that resumes from cp when it names a session, else identifies.
 func NewShard(cfg ShardConfig, cp Checkpoint) *Shard {
@@ -239,16 +247,22 @@ type conn struct {
 // connect runs one connection: hello, identify or resume, then dispatches until it ends.
 func (s *Shard) connect(ctx context.Context, cp Checkpoint, emit func(Event)) outcome {
 	resume := cp.Resumable()
-	url := s.cfg.URL
-	if resume {
-		url = cp.ResumeURL
+	url, atResumeURL := s.cfg.URL, false
+	if resume && s.resumeDialFailures < resumeURLTries {
+		url, atResumeURL = cp.ResumeURL, true
 	}
 	dialCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	ws, _, err := websocket.Dial(dialCtx, withQuery(url), &websocket.DialOptions{HTTPClient: s.cfg.HTTPClient})
 	cancel()
 	if err != nil {
-		s.log.Warn("gateway dial failed", "err", err)
+		if atResumeURL {
+			s.resumeDialFailures++
+		}
+		s.log.Warn("gateway dial failed", "url", url, "err", err)
 		return outcome{mode: modeOf(resume), reason: "dial"}
+	}
+	if atResumeURL {
+		s.resumeDialFailures = 0
 	}
 	ws.SetReadLimit(s.cfg.ReadLimit)
 	c := &conn{s: s, ws: ws}
