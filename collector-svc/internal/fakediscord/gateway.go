@@ -29,7 +29,8 @@ import (
 //     unavailable), then one GUILD_CREATE per guild of its shard ((guild_id >> 22) % num_shards)
 //     with the channels and threads. Heartbeats (op 1) are ACKed (op 11); op 1 from the server
 //     asks for one at once.
-//   - A session outlives its connection by ResumeWindow: RESUME (op 6: token, session_id, seq)
+//   - A session outlives its connection by ResumeWindow, unless the client closed with 1000 or
+//     1001: RESUME (op 6: token, session_id, seq)
 //     replays every dispatch after seq, then RESUMED. A session gone, or a seq older than the
 //     dispatches it keeps, gets op 9 d=false; a seq the session never reached is closed with 4007.
 //   - The fake's clock drives MESSAGE_CREATE: every Tick, each session dispatches the messages of
@@ -306,6 +307,15 @@ func (s *Server) converse(r *http.Request, gc *gwConn) *closeError {
 	for {
 		typ, rd, err := gc.ws.Reader(ctx)
 		if err != nil {
+			if code := websocket.CloseStatus(err); code == websocket.StatusNormalClosure || code == websocket.StatusGoingAway {
+				// As on Discord, a client closing with 1000 or 1001 ends its session: only
+				// another code (or none, a dropped connection) leaves it resumable.
+				s.gw.mu.Lock()
+				if ss := gc.sess; ss != nil && ss.conn == gc {
+					s.endSession(ss)
+				}
+				s.gw.mu.Unlock()
+			}
 			return nil
 		}
 		data, err := io.ReadAll(io.LimitReader(rd, maxClientPayload+1))

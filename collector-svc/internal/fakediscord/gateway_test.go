@@ -720,3 +720,33 @@ func TestGatewayControlEndpoints(t *testing.T) {
 		t.Fatal("the connection survived /_fake/gateway/drop")
 	}
 }
+
+// TestGatewayCloseCodeEndsSession: a client closing with 1000 or 1001 ends its session, as on
+// Discord; another code, or a dropped connection, leaves it resumable.
+func TestGatewayCloseCodeEndsSession(t *testing.T) {
+	for _, tt := range []struct {
+		code      websocket.StatusCode
+		resumable bool
+	}{{websocket.StatusNormalClosure, false}, {websocket.StatusGoingAway, false}, {4000, true}, {websocket.StatusServiceRestart, true}, {-1, true}} {
+		t.Run(strconv.Itoa(int(tt.code)), func(t *testing.T) {
+			s, srv := startFake(t, Options{})
+			c, r, _ := connect(t, gatewayURL(t, srv))
+			if tt.code == -1 {
+				_ = c.ws.CloseNow()
+			} else {
+				_ = c.ws.Close(tt.code, "bye")
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for s.GatewayStats().Open > 0 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			c2 := dialRaw(t, r.ResumeGatewayURL+"?v=10&encoding=json")
+			c2.must()
+			c2.send(map[string]any{"op": opResume, "d": map[string]any{"token": "secret", "session_id": r.SessionID, "seq": 1 + len(r.Guilds)}})
+			f := c2.next()
+			if tt.resumable && f.T != "RESUMED" || !tt.resumable && (f.Op != opInvalidSession || string(f.D) != "false") {
+				t.Fatalf("resume after closing with %d: %s", tt.code, f.Raw)
+			}
+		})
+	}
+}
