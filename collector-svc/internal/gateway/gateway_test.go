@@ -437,11 +437,15 @@ func TestFatalCloseCodesStop(t *testing.T) {
 		})
 	}
 	e := newEnv(t, fakediscord.Options{Gateway: fakediscord.GatewayOptions{Shards: 1}})
-	cfg := e.shardConfig(3, 2)
-	_, _, done, _ := runShard(t, cfg, Checkpoint{})
+	_, _, done, _ := runShard(t, e.shardConfig(3, 2), Checkpoint{})
 	var fe *FatalError
 	if err := <-done; !errors.As(err, &fe) || fe.Code != 4010 {
 		t.Fatalf("shard 3 of 2: %v, want 4010", err)
+	}
+	e = newEnv(t, fakediscord.Options{Guilds: 3, Gateway: fakediscord.GatewayOptions{MaxGuildsPerShard: 2}})
+	_, _, done, _ = runShard(t, e.shardConfig(0, 1), Checkpoint{})
+	if err := <-done; !errors.As(err, &fe) || fe.Code != 4011 {
+		t.Fatalf("3 guilds on one shard of at most 2: %v, want 4011", err)
 	}
 }
 
