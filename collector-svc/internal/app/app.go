@@ -22,7 +22,7 @@ import (
 
 // open opens the reports database (migrating it unless MIGRATE_ON_START=false) and Redis.
 func open(ctx context.Context, cfg Config, log *slog.Logger) (*backend.Backend, error) {
-	return backend.Open(ctx, cfg.Common, log, reports.Migrations)
+	return backend.Open(ctx, cfg.Common, log, backend.Given{}, reports.Migrations)
 }
 
 func reportStore(b *backend.Backend, log *slog.Logger) *store.Store {
@@ -93,7 +93,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	defer cancel()
 	httpErr := make(chan error, 1)
 	go func() {
-		err := server.Run(ctx, e, cfg.HTTPAddr, log)
+		err := server.Run(ctx, e, cfg.HTTPAddr, cfg.HTTP, log)
 		cancel()
 		httpErr <- err
 	}()

@@ -204,7 +204,7 @@ func NewService(gdb *gorm.DB, rc *redis.Client, rl ratelimit.Config, log *slog.L
 
 // Serve runs `forum-svc serve` until ctx is done.
 func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
-	b, err := backend.Open(ctx, cfg.Common, log, migrations.Set)
+	b, err := backend.Open(ctx, cfg.Common, log, backend.Given{}, migrations.Set)
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	// The sweep ends before the database closes, also when the server fails to start.
 	defer svc.startSweep(ctx, cfg.RetrySweepInterval)()
-	return server.Run(ctx, svc.Handler, cfg.HTTPAddr, log)
+	return server.Run(ctx, svc.Handler, cfg.HTTPAddr, cfg.HTTP, log)
 }
 
 // forumStore is what the service needs of its store: a Store, or a Routed pair of them.

@@ -153,10 +153,10 @@ func sqliteConfig(t *testing.T, migrateOnStart bool) Config {
 	}
 }
 
-func get(t *testing.T, s *Service, target string) (int, string) {
+func get(t *testing.T, s *App, target string) (int, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	s.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+	s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
 	return rec.Code, rec.Body.String()
 }
 
@@ -189,7 +189,7 @@ func TestNewMigratesByTheRule(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			if s.Redis {
+			if s.backend.Redis != nil {
 				t.Fatal("Redis without REDIS_URL")
 			}
 			if code, body := get(t, s, "/api/chat-icons"); code != tt.status || body != tt.body {
