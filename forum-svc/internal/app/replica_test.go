@@ -44,21 +44,21 @@ func TestReplicaDownStaysReady(t *testing.T) {
 	}
 	closed := "postgres://postgres@" + ln.Addr().String() + "/none?sslmode=disable&connect_timeout=2"
 	ln.Close()
-	reads, err := db.OpenReads(gdb, closed, db.ReadsOptions{Service: "forum-app-test"})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := Config{RateLimit: ratelimit.Config{PerMinute: 600, Burst: 60}, DatabaseReadURL: closed}
+	svc, err := New(ctx, cfg, log, WithDB(gdb))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer reads.Close()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := NewService(gdb, nil, ratelimit.Config{PerMinute: 600, Burst: 60}, log, Options{Reads: reads})
-	if err != nil {
-		t.Fatal(err)
+	defer svc.Close()
+	if !svc.reads.Replica() {
+		t.Fatal("DATABASE_READ_URL opened no replica")
 	}
 	get := func(target string) (int, string) {
 		req := httptest.NewRequest(http.MethodGet, target, nil)
 		req.Header.Set("Forum-Api-Key", "replica-test-key-0123456789abcdef")
 		rec := httptest.NewRecorder()
-		svc.Handler.ServeHTTP(rec, req)
+		svc.Handler().ServeHTTP(rec, req)
 		return rec.Code, rec.Body.String()
 	}
 	if code, body := get("/readyz"); code != http.StatusOK {
