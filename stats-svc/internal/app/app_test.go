@@ -303,3 +303,30 @@ func TestReadReplica(t *testing.T) {
 		t.Fatalf("replica down from the start: %d %s", code, body)
 	}
 }
+
+// TestNewWithDB: New over a database the test opened answers from it and never opens
+// DATABASE_URL, and Close leaves that database open.
+func TestNewWithDB(t *testing.T) {
+	ctx := context.Background()
+	gdb, err := migrate.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "stats.db"), nil, true, reports.Migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(gdb)
+	never := filepath.Join(t.TempDir(), "never-opened.db")
+	cfg := Config{Common: config.Common{DatabaseURL: "sqlite:" + never, MigrateOnStart: true}, CDN: DefaultCDN}
+	a, err := New(ctx, cfg, nil, WithDB(gdb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get(t, a, "/api/chat-icons"); code != http.StatusOK || body != `{"servers":[],"totalServers":0}` {
+		t.Fatalf("icons: %d %s", code, body)
+	}
+	a.Close()
+	if err := db.Ping(gdb)(ctx); err != nil {
+		t.Fatalf("Close closed the database the test opened: %v", err)
+	}
+	if _, err := os.Stat(never); !os.IsNotExist(err) {
+		t.Fatalf("New opened DATABASE_URL beside WithDB: %v", err)
+	}
+}
