@@ -81,20 +81,15 @@ func New(reports Reports, opts Options) http.Handler {
 // mountDashboard serves d at / (the page) and /static/* (its files), every method (d refuses
 // all but GET and HEAD); d's refusals answer through the error table like any other.
 func mountDashboard(e *echo.Echo, d *web.Dashboard) {
-	serve := func(c echo.Context) error {
-		file := ""
-		if c.Path() != "/" {
-			file = c.Param("*")
-		}
-		err := d.Serve(c.Response(), c.Request(), file)
-		var refusal *web.Refusal
-		if errors.As(err, &refusal) {
-			return echo.NewHTTPError(refusal.Status)
+	refusal := func(err error) error {
+		var r *web.Refusal
+		if errors.As(err, &r) {
+			return echo.NewHTTPError(r.Status)
 		}
 		return err
 	}
-	e.Any("/", serve)
-	e.Any("/static/*", serve)
+	e.Any("/", func(c echo.Context) error { return refusal(d.Page(c.Response(), c.Request())) })
+	e.Any("/static/*", func(c echo.Context) error { return refusal(d.File(c.Response(), c.Request(), c.Param("*"))) })
 }
 
 // register adds the three operations and the OpenAPI document, each with and

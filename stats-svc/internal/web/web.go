@@ -57,12 +57,23 @@ type Refusal struct{ Status int }
 
 func (r *Refusal) Error() string { return "dashboard: " + http.StatusText(r.Status) }
 
-// Serve answers GET and HEAD of the page (file "") or of one of its files (file: the path under
-// /static/); any other method is a 405 Refusal. Every answer carries the Content-Security-Policy,
+// Page answers GET and HEAD of the page, any other method with a 405 Refusal.
+func (d *Dashboard) Page(w http.ResponseWriter, r *http.Request) error {
+	return d.serve(w, r, true, "")
+}
+
+// File answers GET and HEAD of the file name (its path under /static/), any other method with a
+// 405 Refusal. Only files: a missing one, a directory (the empty name included) or the page's
+// index.html is a 404 Refusal, the service's JSON 404, never the file server's text or listing.
+func (d *Dashboard) File(w http.ResponseWriter, r *http.Request, name string) error {
+	return d.serve(w, r, false, name)
+}
+
+// serve answers the page or the file name. Every answer carries the Content-Security-Policy,
 // Referrer-Policy no-referrer (the page's links to the CDN tell it nothing of where they were
 // followed from) and X-Content-Type-Options nosniff (a file is only ever what its Content-Type
 // says), refusals included.
-func (d *Dashboard) Serve(w http.ResponseWriter, r *http.Request, file string) error {
+func (d *Dashboard) serve(w http.ResponseWriter, r *http.Request, page bool, name string) error {
 	h := w.Header()
 	h.Set("Content-Security-Policy", d.csp)
 	h.Set("Referrer-Policy", "no-referrer")
@@ -73,15 +84,13 @@ func (d *Dashboard) Serve(w http.ResponseWriter, r *http.Request, file string) e
 		return &Refusal{http.StatusMethodNotAllowed}
 	}
 	r = r.Clone(r.Context())
-	if file == "" {
+	if page {
 		r.URL.Path = "/"
 	} else {
-		// Only files: a missing one or a directory is the service's JSON 404, never the file
-		// server's text or listing.
-		if st, err := fs.Stat(d.sub, file); err != nil || st.IsDir() || file == "index.html" {
+		if st, err := fs.Stat(d.sub, name); err != nil || st.IsDir() || name == "index.html" {
 			return &Refusal{http.StatusNotFound}
 		}
-		r.URL.Path = "/" + file
+		r.URL.Path = "/" + name
 	}
 	h.Set("Cache-Control", "public, max-age=60")
 	rw := &refusals{ResponseWriter: w}

@@ -310,6 +310,7 @@ func TestRoutes(t *testing.T) {
 		{"GET", "/static/vendor/uplot/LICENSE", [2]string{}, 200, "MIT", "text/plain"},
 		{"GET", "/static/nope.js", [2]string{}, 404, `{"error":"not_found"}`, "application/json"},
 		{"GET", "/static/vendor/", [2]string{}, 404, `{"error":"not_found"}`, "application/json"},
+		{"GET", "/static/", [2]string{}, 404, `{"error":"not_found"}`, "application/json"},
 		{"GET", "/static/index.html", [2]string{}, 404, `{"error":"not_found"}`, "application/json"},
 		{"POST", "/", [2]string{}, 405, `{"error":"method_not_allowed"}`, "application/json"},
 		{"DELETE", "/static/app.js", [2]string{}, 405, `{"error":"method_not_allowed"}`, "application/json"},
