@@ -3,11 +3,17 @@ package app
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"forumstats.local/shared/db"
+	"forumstats.local/shared/migrate"
+	"forumstats.local/shared/reports"
 )
 
 // collectorEnv are the variables LoadConfig reads beyond the common ones; every case starts
@@ -130,5 +136,44 @@ func TestImportExport(t *testing.T) {
 	}
 	if data, err := os.ReadFile(file); err != nil || !bytes.Equal(data, out.Bytes()) {
 		t.Fatalf("the exported file differs from standard output (%v)", err)
+	}
+}
+
+// TestNewWithDB: New over a database the test opened serves the probes from it, answers any
+// other path in the error envelope, and Close leaves that database open.
+func TestNewWithDB(t *testing.T) {
+	ctx := context.Background()
+	gdb, err := migrate.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "stats.db"), nil, true, reports.Migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(gdb)
+	cfg := Config{Collector: Collector{APIBase: "http://127.0.0.1:1/api/v10", MaxRPS: 50, RefreshMinutes: 10, Interval: time.Minute}}
+	never := filepath.Join(t.TempDir(), "never-opened.db")
+	cfg.DatabaseURL = "sqlite:" + never
+	a, err := New(ctx, cfg, nil, WithDB(gdb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		target string
+		status int
+		body   string
+	}{
+		{"/readyz", 200, `"database":"ok"`},
+		{"/nowhere", 404, `{"error":"not_found"}`},
+	} {
+		rec := httptest.NewRecorder()
+		a.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tt.target, nil))
+		if rec.Code != tt.status || !strings.Contains(rec.Body.String(), tt.body) {
+			t.Errorf("%s: %d %s, want %d %s", tt.target, rec.Code, rec.Body, tt.status, tt.body)
+		}
+	}
+	a.Close()
+	if err := db.Ping(gdb)(ctx); err != nil {
+		t.Fatalf("Close closed the database the test opened: %v", err)
+	}
+	if _, err := os.Stat(never); !os.IsNotExist(err) {
+		t.Fatalf("New opened DATABASE_URL beside WithDB: %v", err)
 	}
 }
