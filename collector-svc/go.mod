@@ -3,6 +3,8 @@ module forumstats.local/collector-svc
 go 1.26.0
 
 require (
+	github.com/coder/websocket v1.8.15
+	github.com/labstack/echo/v4 v4.16.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
 	gorm.io/gorm v1.31.2
@@ -18,7 +20,6 @@ require (
 	github.com/jinzhu/inflection v1.0.0 // indirect
 	github.com/jinzhu/now v1.1.5 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
-	github.com/labstack/echo/v4 v4.16.0 // indirect
 	github.com/labstack/gommon v0.5.0 // indirect
 	github.com/libtnb/sqlite v1.3.0 // indirect
 	github.com/mattn/go-colorable v0.1.15 // indirect

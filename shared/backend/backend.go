@@ -15,32 +15,51 @@ import (
 	"forumstats.local/shared/rdb"
 )
 
-// Backend is a service's database and Redis. Close releases both.
+// Backend is a service's database and Redis. Close releases what Open opened.
 type Backend struct {
 	DB    *gorm.DB
 	Redis *redis.Client // nil: no REDIS_URL
+
+	ownDB, ownRedis bool // opened by Open, so closed by Close
+}
+
+// Given are a database and a Redis client the caller opened itself (a test, a benchmark: each
+// service's app passes its WithDB and WithRedis options here). Open uses each one given as it is,
+// without migrating it, instead of opening cfg's; Close leaves it open, as it is the caller's.
+type Given struct {
+	DB    *gorm.DB
+	Redis *redis.Client
 }
 
 // Open opens cfg's database, applying the pending migrations of sets first unless
 // cfg.MigrateOnStart is false, and its Redis (rdb.Open: none without REDIS_URL, and an
-// unreachable one is no error).
-func Open(ctx context.Context, cfg config.Common, log *slog.Logger, sets ...migrate.Set) (*Backend, error) {
-	gdb, err := migrate.Open(ctx, cfg.DatabaseURL, log, cfg.MigrateOnStart, sets...)
-	if err != nil {
-		return nil, err
+// unreachable one is no error), except what given holds.
+func Open(ctx context.Context, cfg config.Common, log *slog.Logger, given Given, sets ...migrate.Set) (*Backend, error) {
+	b := &Backend{DB: given.DB, Redis: given.Redis}
+	if b.DB == nil {
+		gdb, err := migrate.Open(ctx, cfg.DatabaseURL, log, cfg.MigrateOnStart, sets...)
+		if err != nil {
+			return nil, err
+		}
+		b.DB, b.ownDB = gdb, true
 	}
-	rc, err := rdb.Open(ctx, cfg.RedisURL)
-	if err != nil {
-		db.Close(gdb)
-		return nil, err
+	if b.Redis == nil {
+		rc, err := rdb.Open(ctx, cfg.RedisURL)
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+		b.Redis, b.ownRedis = rc, rc != nil
 	}
-	return &Backend{DB: gdb, Redis: rc}, nil
+	return b, nil
 }
 
-// Close closes Redis and the database.
+// Close closes the Redis client and the database that Open opened.
 func (b *Backend) Close() {
-	if b.Redis != nil {
+	if b.ownRedis {
 		b.Redis.Close()
 	}
-	db.Close(b.DB)
+	if b.ownDB {
+		db.Close(b.DB)
+	}
 }

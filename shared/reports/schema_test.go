@@ -126,3 +126,33 @@ func TestSQLiteUpgradeKeepsReports(t *testing.T) {
 		t.Error("a channel count without its report was accepted")
 	}
 }
+
+// The live tables refuse, in both dialects, the rows their rules exclude: counts below zero,
+// empty gaps, a shard outside its count.
+func TestLiveTablesRefuseTheSameRows(t *testing.T) {
+	pg, lite := migratetest.Databases(t, reports.Migrations)
+	now := time.Now()
+	for _, c := range []struct {
+		name, sql string
+		args      []any
+		valid     bool
+	}{
+		{"a count", `INSERT INTO live_counts VALUES ('1', 490000, '', 3)`, nil, true},
+		{"a count below zero", `INSERT INTO live_counts VALUES ('1', 490000, '2', -1)`, nil, false},
+		{"a negative hour", `INSERT INTO live_counts VALUES ('1', -1, '2', 1)`, nil, false},
+		{"a server's start", `INSERT INTO live_guilds VALUES ('1', 5)`, nil, true},
+		{"a start at zero", `INSERT INTO live_guilds VALUES ('1', 0)`, nil, false},
+		{"a gap", `INSERT INTO live_gaps (guild_id, min_id, max_id, recorded_at) VALUES ('1', 5, 9, ?)`, []any{now}, true},
+		{"an empty gap", `INSERT INTO live_gaps (guild_id, min_id, max_id, recorded_at) VALUES ('1', 9, 9, ?)`, []any{now}, false},
+		{"a checkpoint", `INSERT INTO live_checkpoints VALUES (1, 2, 's', 7, 'wss://r', ?)`, []any{now}, true},
+		{"a shard past the count", `INSERT INTO live_checkpoints VALUES (2, 2, 's', 7, 'wss://r', ?)`, []any{now}, false},
+		{"a negative sequence", `INSERT INTO live_checkpoints VALUES (0, 1, 's', -1, 'wss://r', ?)`, []any{now}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			inPG, inLite := accepts(t, pg, c.sql, c.args...), accepts(t, lite, c.sql, c.args...)
+			if inPG != c.valid || inLite != c.valid {
+				t.Errorf("postgres accepts %t, sqlite accepts %t, want %t", inPG, inLite, c.valid)
+			}
+		})
+	}
+}

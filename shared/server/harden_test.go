@@ -48,7 +48,7 @@ func served(t *testing.T, httpCfg config.HTTP) (addr string, logs *testutil.Buff
 		return c.String(http.StatusOK, "got "+string(b))
 	})
 	e.GET("/ok", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
-	addr, _ = servertest.Serve(t, e)
+	addr, _ = servertest.Serve(t, e, httpCfg)
 	return addr, logs
 }
 

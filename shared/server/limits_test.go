@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"forumstats.local/shared/config"
 	"forumstats.local/shared/server"
 	"forumstats.local/shared/server/servertest"
 )
@@ -23,7 +24,7 @@ func TestOversizedHeadReachesTheErrorHandler(t *testing.T) {
 	}
 	e := server.New(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ErrorHandler: handler})
 	e.GET("/ok", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
-	addr, _ := servertest.Serve(t, e)
+	addr, _ := servertest.Serve(t, e, config.HTTP{})
 	atLimit := "/ok?q=" + strings.Repeat("x", server.MaxRequestTarget-len("/ok?q="))
 	tests := []struct {
 		name   string

@@ -46,8 +46,8 @@ type Options struct {
 	// BodyLimit caps request bodies in Echo's notation ("64K", "1M", "1MiB"): "K" and "M" are
 	// powers of ten, "KiB" and "MiB" of two. Empty means DefaultBodyLimit.
 	BodyLimit string
-	// HTTP is the server's configuration (config.Common.HTTP): the read timeout Serve applies
-	// and the proxies whose X-Forwarded-For c.RealIP() believes.
+	// HTTP is the server's configuration (config.Common.HTTP): the proxies whose
+	// X-Forwarded-For c.RealIP() believes. Run and Serve take the same value for the read timeout.
 	HTTP config.HTTP
 }
 
@@ -96,11 +96,6 @@ func New(opts Options) *echo.Echo {
 	}
 
 	e.IPExtractor = ipExtractor(opts.HTTP.TrustedProxies)
-	// Serve builds its http.Server from e.Server: the timeouts are set here, with the rest.
-	e.Server.ReadTimeout = opts.HTTP.ReadTimeout
-	if e.Server.ReadTimeout <= 0 {
-		e.Server.ReadTimeout = config.DefaultReadTimeout
-	}
 
 	e.Use(middleware.RequestIDWithConfig(middleware.RequestIDConfig{
 		// Keep a caller's ID only when a log line or header carries it safely as is.
@@ -250,25 +245,27 @@ func readiness(checks []Check) echo.HandlerFunc {
 	}
 }
 
-// Run serves e on addr until ctx is done, then stops accepting connections and waits up to 25 s
-// for in-flight requests to finish.
-func Run(ctx context.Context, e *echo.Echo, addr string, log *slog.Logger) error {
+// Run serves h on addr until ctx is done, then stops accepting connections and waits up to 25 s
+// for in-flight requests to finish. h is a handler built by New (the services' httpapi hand it
+// out as an http.Handler, so that no caller depends on the router); httpCfg is the configuration
+// it was built with, whose ReadTimeout bounds the reading of each request (0: the default).
+func Run(ctx context.Context, h http.Handler, addr string, httpCfg config.HTTP, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	return Serve(ctx, e, ln, log)
+	return Serve(ctx, h, ln, httpCfg, log)
 }
 
 // Serve is Run on an existing listener (tests listen on port 0 first). Every connection is read
 // through a framer (framing.go), which refuses requests framed two ways.
-func Serve(ctx context.Context, e *echo.Echo, ln net.Listener, log *slog.Logger) error {
-	readTimeout := e.Server.ReadTimeout
+func Serve(ctx context.Context, h http.Handler, ln net.Listener, httpCfg config.HTTP, log *slog.Logger) error {
+	readTimeout := httpCfg.ReadTimeout
 	if readTimeout <= 0 {
 		readTimeout = config.DefaultReadTimeout
 	}
 	srv := &http.Server{
-		Handler:           judgeFraming(e),
+		Handler:           judgeFraming(h),
 		ReadHeaderTimeout: min(10*time.Second, readTimeout),
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      60 * time.Second,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"forumstats.local/shared/config"
 	"forumstats.local/shared/server"
 	"forumstats.local/shared/server/servertest"
 )
@@ -58,7 +59,7 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		return c.String(200, "done")
 	})
-	addr, stop := servertest.Serve(t, e)
+	addr, stop := servertest.Serve(t, e, config.HTTP{})
 	result := make(chan string, 1)
 	go func() {
 		resp, err := http.Get("http://" + addr + "/slow")

@@ -206,8 +206,8 @@ var hostileTexts = []struct{ label, s string }{
 	{"only-variation-selector", "\ufe0f"},
 }
 
-// badBooleans are values that are not 1/0/true/false.
-var badBooleans = []string{"yes", "no", "on", "off", "TRUE", "False", "2", "-1", "01", "1.0", " 1", "0 ", "t", "f", "null", "\x00", "1\x00", "\xff"}
+// badBooleans are values that are none of 1/0, true/false, on/off, yes/no (the words in any case).
+var badBooleans = []string{"", "y", "n", "ja", "nein", "truee", "yes!", "2", "-1", "01", "1.0", " 1", "0 ", "on ", "t", "f", "null", "\x00", "1\x00", "\xff"}
 
 // conversationCases are the bad inputs of the conversations API's fields on the seeded data d.
 func conversationCases(r *rand.Rand, d ForumData, values []value) []Case {
@@ -286,6 +286,14 @@ func conversationCases(r *rand.Rand, d ForumData, values []value) []Case {
 	post("start/unknown-users", http.MethodPost, startPath(), start.with("recipient_ids[]", rcpts("51", "60")...), nil, invalidRecipients("51", "60"))
 	post("start/unknown-and-known", http.MethodPost, startPath(), start.with("recipient_ids[]", rcpts("2", id(int64(d.Users)+1))...), nil, invalidRecipients(id(int64(d.Users)+1)))
 	post("start/malformed-and-known", http.MethodPost, startPath(), start.with("recipient_ids[]", rcpts("2", "-2", "3")...), nil, invalidRecipients("-2"))
+	// Every offending value at once, malformed and unknown, indexed ones first by index.
+	post("start/malformed-and-unknown", http.MethodPost, startPath(), start.with("recipient_ids[]", rcpts("x", id(int64(d.Users)+1), "2")...), nil, invalidRecipients("x", id(int64(d.Users)+1)))
+	post("start/indexed-malformed-and-unknown", http.MethodPost, startPath(), start.with("recipient_ids[]",
+		[2]string{"recipient_ids", "-3"}, [2]string{"recipient_ids[1]", "y"}, [2]string{"recipient_ids[0]", id(int64(d.Users) + 1)}), nil,
+		invalidRecipients(id(int64(d.Users)+1), "y", "-3"))
+	for _, k := range []string{"recipient_ids[x]", "recipient_ids[1][2]", "recipient_ids[99999999999999999999]"} {
+		post("start/malformed-array-key", http.MethodPost, startPath(), start.with("recipient_ids[]", [2]string{k, "2"}), nil, invalidInput(k))
+	}
 	post("start/empty-recipient", http.MethodPost, startPath(), start.with("recipient_ids[]", rcpt("")), nil, append([]Outcome{invalidRecipients("")}, missingRecipients...)...)
 	for _, v := range values {
 		if ambiguousNumber(v.sent()) || positiveID(v.sent()) && len(v.sent()) < 4 {

@@ -149,6 +149,13 @@ func fakeDiscordCmd(args []string, stderr io.Writer) error {
 	fs.IntVar(&o.SearchBucketLimit, "search-bucket-limit", o.SearchBucketLimit, "the search's own limit per server and second (0: as --bucket-limit)")
 	fs.DurationVar(&o.Latency, "latency", o.Latency, "latency added before every answer")
 	fs.DurationVar(&o.IndexWarmup, "index-warmup", o.IndexWarmup, "the first search of each server answers 202 (index not ready) with this retry_after (0: never)")
+	fs.IntVar(&o.MessageRate, "message-rate", 1, "multiply every channel's hourly message rate (the dataset's; at most 50000)")
+	g := &o.Gateway
+	fs.IntVar(&g.Shards, "shards", 1, "the shard count GET /gateway/bot recommends")
+	fs.IntVar(&g.MaxConcurrency, "max-concurrency", 1, "session_start_limit.max_concurrency of GET /gateway/bot")
+	fs.DurationVar(&g.IdentifyInterval, "identify-interval", 5*time.Second, "one identify per max_concurrency bucket per interval (else op 9)")
+	fs.DurationVar(&g.HeartbeatInterval, "heartbeat-interval", 41250*time.Millisecond, "the gateway's heartbeat_interval")
+	fs.DurationVar(&g.ResumeWindow, "resume-window", 3*time.Minute, "how long a gateway session stays resumable without a connection")
 	frozenAt := fs.String("frozen-at", "", "RFC 3339 instant after which no message exists (default: now, moving)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("fake-discord: %w", err)

@@ -1,17 +1,28 @@
-// Package app builds collector-svc from its configuration: the serving collector, each command of
-// the CLI (serve, run-once, import, export) and the fake Discord. The command's main only parses
-// flags, dispatches here and handles signals; the benchmark runs the built command, so that both
-// run the same thing.
+// Package app builds collector-svc from its configuration. New opens what the configuration names
+// (the reports database, migrated unless MIGRATE_ON_START is false, and Redis) and builds the
+// collector, its writer lock and the HTTP handler of the probes; Run serves (a pass every interval
+// while this process holds the lock, and the probes). Each command of the CLI is a function of
+// (ctx, cfg, log, its inputs): Serve, RunOnce, Import, Export (exchange.go), and the fake Discord
+// (fakediscord.go), which reads no configuration. The command's main only parses flags,
+// dispatches here and handles signals; the tests build the service through New too (options.go:
+// the seam that hands New dependencies the test opened itself), and the benchmark runs the built
+// command, so that all of them run the same thing.
+//
+// forum-svc and stats-svc have the same shape: Config and LoadConfig (config.go), New(ctx, cfg,
+// log, options) returning an *App with Handler, Run and Close, and each command a function of
+// (ctx, cfg, log, its inputs).
 package app
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"forumstats.local/collector-svc/internal/collect"
 	"forumstats.local/collector-svc/internal/discord"
+	"forumstats.local/collector-svc/internal/httpapi"
 	"forumstats.local/collector-svc/internal/lock"
 	"forumstats.local/collector-svc/internal/store"
 	"forumstats.local/shared/backend"
@@ -20,9 +31,45 @@ import (
 	"forumstats.local/shared/server"
 )
 
-// open opens the reports database (migrating it unless MIGRATE_ON_START=false) and Redis.
-func open(ctx context.Context, cfg Config, log *slog.Logger) (*backend.Backend, error) {
-	return backend.Open(ctx, cfg.Common, log, reports.Migrations)
+// App is the assembled collector. Close releases it.
+type App struct {
+	cfg     Config
+	log     *slog.Logger
+	handler http.Handler
+
+	backend   *backend.Backend
+	collector *collect.Collector
+	lock      *lock.Lock
+}
+
+// New builds the collector of cfg: it opens the reports database (migrating it unless
+// MIGRATE_ON_START=false) and Redis, and builds the collector, its writer lock and the probes.
+func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*App, error) {
+	o := collectOptions(opts)
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	b, err := open(ctx, cfg, log, o.given)
+	if err != nil {
+		return nil, err
+	}
+	col, lk, err := collector(cfg, b, log, o.now)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	h := httpapi.New(httpapi.Options{
+		Logger: log,
+		HTTP:   cfg.HTTP,
+		Ready:  []server.Check{{Name: "database", Fn: db.Ping(b.DB)}},
+	})
+	return &App{cfg: cfg, log: log, handler: h, backend: b, collector: col, lock: lk}, nil
+}
+
+// open opens the reports database (migrating it unless MIGRATE_ON_START=false) and Redis, except
+// what given holds.
+func open(ctx context.Context, cfg Config, log *slog.Logger, given backend.Given) (*backend.Backend, error) {
+	return backend.Open(ctx, cfg.Common, log, given, reports.Migrations)
 }
 
 func reportStore(b *backend.Backend, log *slog.Logger) *store.Store {
@@ -30,7 +77,7 @@ func reportStore(b *backend.Backend, log *slog.Logger) *store.Store {
 }
 
 // collector is the collector of cfg over b, and the writer lock it collects under.
-func collector(cfg Config, b *backend.Backend, log *slog.Logger) (*collect.Collector, *lock.Lock, error) {
+func collector(cfg Config, b *backend.Backend, log *slog.Logger, now func() time.Time) (*collect.Collector, *lock.Lock, error) {
 	c := cfg.Collector
 	if c.Token == "" {
 		log.Warn("DISCORD_TOKEN is empty: requests go without authorization (only a fake Discord accepts that)")
@@ -42,6 +89,7 @@ func collector(cfg Config, b *backend.Backend, log *slog.Logger) (*collect.Colle
 		CatalogFile:    c.CatalogFile,
 		RefreshMinutes: c.RefreshMinutes,
 		MaxRPS:         float64(c.MaxRPS),
+		Now:            now,
 		Logger:         log,
 	})
 	lk, err := lock.New(b.DB, cfg.DatabaseURL, min(c.Interval, 5*time.Second), log)
@@ -51,59 +99,61 @@ func collector(cfg Config, b *backend.Backend, log *slog.Logger) (*collect.Colle
 	return col, lk, nil
 }
 
-// RunOnce runs `collector-svc run-once`: it waits for the writer lock, then runs one pass. The
-// error wraps collect.ErrPassFailed when the pass did not refresh everything.
-func RunOnce(ctx context.Context, cfg Config, log *slog.Logger) (collect.Result, error) {
-	b, err := open(ctx, cfg, log)
-	if err != nil {
-		return collect.Result{}, err
-	}
-	defer b.Close()
-	col, lk, err := collector(cfg, b, log)
-	if err != nil {
-		return collect.Result{}, err
-	}
-	if err := lk.Acquire(ctx); err != nil {
-		return collect.Result{}, fmt.Errorf("waiting for the collector lock: %w", err)
-	}
-	defer lk.Release()
-	return col.Pass(ctx)
-}
+// Handler is the collector's HTTP handler: /healthz, /readyz (pings the database) and /metrics.
+func (a *App) Handler() http.Handler { return a.handler }
 
-// Serve runs `collector-svc serve` until ctx ends: a pass every interval while this process holds
-// the writer lock (a standby otherwise), and /healthz, /readyz and /metrics on HTTP_ADDR. A
-// server that cannot listen stops the process.
-func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
-	b, err := open(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	col, lk, err := collector(cfg, b, log)
-	if err != nil {
-		return err
-	}
-	e := server.New(server.Options{
-		Name:   "collector-svc",
-		Logger: log,
-		HTTP:   cfg.HTTP,
-		Ready:  []server.Check{{Name: "database", Fn: db.Ping(b.DB)}},
-	})
+// Run runs `collector-svc serve` until ctx ends: a pass every interval while this process holds
+// the writer lock (a standby otherwise), and the handler on HTTP_ADDR. A server that cannot
+// listen stops it.
+func (a *App) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	httpErr := make(chan error, 1)
 	go func() {
-		err := server.Run(ctx, e, cfg.HTTPAddr, log)
+		err := server.Run(ctx, a.handler, a.cfg.HTTPAddr, a.cfg.HTTP, a.log)
 		cancel()
 		httpErr <- err
 	}()
-	c := cfg.Collector
-	log.Info("collector-svc starting", "addr", cfg.HTTPAddr, "discord", c.APIBase, "catalog_file", c.CatalogFile,
-		"refresh_minutes", c.RefreshMinutes, "interval", c.Interval.String(), "redis", b.Redis != nil)
-	serveErr := col.Serve(ctx, lk, c.Interval)
+	c := a.cfg.Collector
+	a.log.Info("collector-svc starting", "addr", a.cfg.HTTPAddr, "discord", c.APIBase, "catalog_file", c.CatalogFile,
+		"refresh_minutes", c.RefreshMinutes, "interval", c.Interval.String(), "redis", a.backend.Redis != nil)
+	serveErr := a.collector.Serve(ctx, a.lock, c.Interval)
 	cancel()
 	if err := <-httpErr; err != nil {
 		return err
 	}
 	return serveErr
+}
+
+// RunPass waits for the writer lock, then runs one pass. The error wraps collect.ErrPassFailed
+// when the pass did not refresh everything.
+func (a *App) RunPass(ctx context.Context) (collect.Result, error) {
+	if err := a.lock.Acquire(ctx); err != nil {
+		return collect.Result{}, fmt.Errorf("waiting for the collector lock: %w", err)
+	}
+	defer a.lock.Release()
+	return a.collector.Pass(ctx)
+}
+
+// Close closes what New opened: Redis and the database.
+func (a *App) Close() { a.backend.Close() }
+
+// Serve runs `collector-svc serve` until ctx ends.
+func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
+	a, err := New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	return a.Run(ctx)
+}
+
+// RunOnce runs `collector-svc run-once`: one pass under the writer lock (App.RunPass).
+func RunOnce(ctx context.Context, cfg Config, log *slog.Logger) (collect.Result, error) {
+	a, err := New(ctx, cfg, log)
+	if err != nil {
+		return collect.Result{}, err
+	}
+	defer a.Close()
+	return a.RunPass(ctx)
 }

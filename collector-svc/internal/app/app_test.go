@@ -3,16 +3,23 @@ package app
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"forumstats.local/shared/db"
+	"forumstats.local/shared/migrate"
+	"forumstats.local/shared/reports"
 )
 
 // collectorEnv are the variables LoadConfig reads beyond the common ones; every case starts
 // from all of them unset.
-var collectorEnv = []string{"DISCORD_TOKEN", "DISCORD_API_BASE", "CATALOG_FILE", "DISCORD_MAX_RPS", "REFRESH_MINUTES", "REFRESH_INTERVAL"}
+var collectorEnv = []string{"DISCORD_TOKEN", "DISCORD_API_BASE", "CATALOG_FILE", "DISCORD_MAX_RPS", "REFRESH_MINUTES", "REFRESH_INTERVAL",
+	"LIVE_FLUSH_INTERVAL"}
 
 func TestLoadConfig(t *testing.T) {
 	dir := t.TempDir()
@@ -30,18 +37,24 @@ func TestLoadConfig(t *testing.T) {
 		err  string
 	}{
 		{"defaults", nil,
-			Collector{APIBase: "https://discord.com/api/v10", MaxRPS: 50, RefreshMinutes: 10, Interval: 10 * time.Minute}, ""},
+			Collector{APIBase: "https://discord.com/api/v10", MaxRPS: 50, RefreshMinutes: 10, Interval: 10 * time.Minute,
+				LiveFlushInterval: 5 * time.Second}, ""},
 		{"all set", map[string]string{"DISCORD_TOKEN": "t", "DISCORD_API_BASE": "http://127.0.0.1:8090/api/v10", "CATALOG_FILE": good,
-			"DISCORD_MAX_RPS": "200", "REFRESH_MINUTES": "7", "REFRESH_INTERVAL": "2s"},
-			Collector{Token: "t", APIBase: "http://127.0.0.1:8090/api/v10", CatalogFile: good, MaxRPS: 200, RefreshMinutes: 7, Interval: 2 * time.Second}, ""},
+			"DISCORD_MAX_RPS": "200", "REFRESH_MINUTES": "7", "REFRESH_INTERVAL": "2s",
+			"LIVE_FLUSH_INTERVAL": "1s"},
+			Collector{Token: "t", APIBase: "http://127.0.0.1:8090/api/v10", CatalogFile: good, MaxRPS: 200, RefreshMinutes: 7, Interval: 2 * time.Second,
+				LiveFlushInterval: time.Second}, ""},
 		{"interval follows the minutes", map[string]string{"REFRESH_MINUTES": "3"},
-			Collector{APIBase: "https://discord.com/api/v10", MaxRPS: 50, RefreshMinutes: 3, Interval: 3 * time.Minute}, ""},
+			Collector{APIBase: "https://discord.com/api/v10", MaxRPS: 50, RefreshMinutes: 3, Interval: 3 * time.Minute,
+				LiveFlushInterval: 5 * time.Second}, ""},
 		{"api base not http", map[string]string{"DISCORD_API_BASE": "ftp://x"}, Collector{}, `DISCORD_API_BASE: "ftp://x" is not an http(s) URL`},
 		{"api base without host", map[string]string{"DISCORD_API_BASE": "http://"}, Collector{}, "DISCORD_API_BASE"},
 		{"rate not a number", map[string]string{"DISCORD_MAX_RPS": "fast"}, Collector{}, `DISCORD_MAX_RPS: "fast" is not an integer`},
 		{"rate zero", map[string]string{"DISCORD_MAX_RPS": "0"}, Collector{}, "DISCORD_MAX_RPS: must be a positive"},
 		{"minutes zero", map[string]string{"REFRESH_MINUTES": "0"}, Collector{}, "REFRESH_MINUTES: must be a positive number of minutes, got 0"},
 		{"interval negative", map[string]string{"REFRESH_INTERVAL": "-1s"}, Collector{}, "REFRESH_INTERVAL: must be positive, got -1s"},
+		{"live flush interval zero", map[string]string{"LIVE_FLUSH_INTERVAL": "0s"}, Collector{}, "LIVE_FLUSH_INTERVAL: must be positive, got 0s"},
+		{"live flush interval not a duration", map[string]string{"LIVE_FLUSH_INTERVAL": "5"}, Collector{}, "LIVE_FLUSH_INTERVAL"},
 		{"catalog broken", map[string]string{"CATALOG_FILE": broken}, Collector{}, "CATALOG_FILE: "},
 		{"catalog absent", map[string]string{"CATALOG_FILE": filepath.Join(dir, "none.json")}, Collector{}, "CATALOG_FILE: "},
 	}
@@ -123,5 +136,44 @@ func TestImportExport(t *testing.T) {
 	}
 	if data, err := os.ReadFile(file); err != nil || !bytes.Equal(data, out.Bytes()) {
 		t.Fatalf("the exported file differs from standard output (%v)", err)
+	}
+}
+
+// TestNewWithDB: New over a database the test opened serves the probes from it, answers any
+// other path in the error envelope, and Close leaves that database open.
+func TestNewWithDB(t *testing.T) {
+	ctx := context.Background()
+	gdb, err := migrate.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "stats.db"), nil, true, reports.Migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(gdb)
+	cfg := Config{Collector: Collector{APIBase: "http://127.0.0.1:1/api/v10", MaxRPS: 50, RefreshMinutes: 10, Interval: time.Minute}}
+	never := filepath.Join(t.TempDir(), "never-opened.db")
+	cfg.DatabaseURL = "sqlite:" + never
+	a, err := New(ctx, cfg, nil, WithDB(gdb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		target string
+		status int
+		body   string
+	}{
+		{"/readyz", 200, `"database":"ok"`},
+		{"/nowhere", 404, `{"error":"not_found"}`},
+	} {
+		rec := httptest.NewRecorder()
+		a.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tt.target, nil))
+		if rec.Code != tt.status || !strings.Contains(rec.Body.String(), tt.body) {
+			t.Errorf("%s: %d %s, want %d %s", tt.target, rec.Code, rec.Body, tt.status, tt.body)
+		}
+	}
+	a.Close()
+	if err := db.Ping(gdb)(ctx); err != nil {
+		t.Fatalf("Close closed the database the test opened: %v", err)
+	}
+	if _, err := os.Stat(never); !os.IsNotExist(err) {
+		t.Fatalf("New opened DATABASE_URL beside WithDB: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"forumstats.local/collector-svc/internal/catalog"
 	"forumstats.local/collector-svc/internal/discord"
+	"forumstats.local/collector-svc/internal/live"
 	"forumstats.local/shared/config"
 )
 
@@ -34,6 +35,9 @@ type Collector struct {
 	MaxRPS         int
 	RefreshMinutes int           // REFRESH_MINUTES, recorded for stats-svc
 	Interval       time.Duration // REFRESH_INTERVAL, the pause between passes (default REFRESH_MINUTES)
+	// LiveFlushInterval is LIVE_FLUSH_INTERVAL: how often live counts are flushed with their
+	// gateway checkpoint (internal/live).
+	LiveFlushInterval time.Duration
 }
 
 // LoadConfig reads the environment for serve and run-once: the collector's own variables, checked
@@ -84,6 +88,12 @@ func loadCollector() (Collector, error) {
 	}
 	if c.Interval <= 0 {
 		return c, fmt.Errorf("REFRESH_INTERVAL: must be positive, got %s", c.Interval)
+	}
+	if c.LiveFlushInterval, err = config.Duration("LIVE_FLUSH_INTERVAL", live.DefaultFlushInterval); err != nil {
+		return c, err
+	}
+	if c.LiveFlushInterval <= 0 {
+		return c, fmt.Errorf("LIVE_FLUSH_INTERVAL: must be positive, got %s", c.LiveFlushInterval)
 	}
 	if c.CatalogFile != "" {
 		// Fail at start on a broken file; every pass reads it again.

@@ -10,6 +10,7 @@ import (
 
 	"forumstats.local/collector-svc/internal/reportfile"
 	"forumstats.local/collector-svc/internal/store"
+	"forumstats.local/shared/backend"
 )
 
 // Import runs `collector-svc import --file path`: a first pass reads the whole file as a stream
@@ -24,7 +25,7 @@ func Import(ctx context.Context, cfg Config, log *slog.Logger, path string) (sto
 	if _, err := reportfile.Scan(f, reportfile.Visitor{}); err != nil {
 		return store.ImportStats{}, fmt.Errorf("import %s: %w (nothing was written)", path, err)
 	}
-	b, err := open(ctx, cfg, log)
+	b, err := open(ctx, cfg, log, backend.Given{})
 	if err != nil {
 		return store.ImportStats{}, err
 	}
@@ -49,7 +50,7 @@ type ExportStats = store.ExportStats
 // interrupted or failed export never leaves a truncated file (or half a file on stdout) where a
 // complete one was expected.
 func Export(ctx context.Context, cfg Config, log *slog.Logger, path string, stdout io.Writer) (ExportStats, error) {
-	b, err := open(ctx, cfg, log)
+	b, err := open(ctx, cfg, log, backend.Given{})
 	if err != nil {
 		return ExportStats{}, err
 	}

@@ -71,10 +71,11 @@ func (c *channel) holdsMessages() bool {
 // buildGuilds creates the deterministic dataset. Guild i (from 0):
 // icon "a_…" (animated) when i%3 == 0, no icon when i%5 == 4, else a static icon;
 // a static banner when i%3 == 0, none when i%3 == 1, an animated one when i%3 == 2.
+// Every channel's hourly rate is multiplied by rateScale.
 // Each guild also has two hidden public threads (under its first text channel
 // and under its forum, or the text channel again), which the guild-wide
 // search counts but /channels does not list, as on Discord.
-func buildGuilds(seed int64, guilds, channelsPerGuild int) []*guild {
+func buildGuilds(seed int64, guilds, channelsPerGuild int, rateScale uint64) []*guild {
 	from := time.Date(2016, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 	span := time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli() - from
 	out := make([]*guild, 0, guilds)
@@ -112,7 +113,7 @@ func buildGuilds(seed int64, guilds, channelsPerGuild int) []*guild {
 		if n <= 0 {
 			n = 6 + i%3
 		}
-		g.channels = buildChannels(seed, g, createdMs, n)
+		g.channels = buildChannels(seed, g, createdMs, n, rateScale)
 		for _, c := range g.channels {
 			g.byID[c.id] = c
 		}
@@ -121,7 +122,7 @@ func buildGuilds(seed int64, guilds, channelsPerGuild int) []*guild {
 	return out
 }
 
-func buildChannels(seed int64, g *guild, guildMs int64, n int) []*channel {
+func buildChannels(seed int64, g *guild, guildMs int64, n int, rateScale uint64) []*channel {
 	var (
 		out          []*channel
 		category     uint64
@@ -138,7 +139,7 @@ func buildChannels(seed int64, g *guild, guildMs int64, n int) []*channel {
 		if thread {
 			rate = 1 + rate/4
 		}
-		c.msgs = newStream(seed, c.id, ms, rate)
+		c.msgs = newStream(seed, c.id, ms, rate*rateScale)
 		out = append(out, c)
 		return c
 	}

@@ -12,10 +12,19 @@
 // Under FakePrefix the fake also answers what Discord has no API for, for the benchmark and tests
 // that drive it as a separate process; the collector never asks it:
 //
-//	GET /_fake/count?guild_id=G[&channel_id=C]&from=T&to=T  → {"count": N}
+//	GET  /_fake/count?guild_id=G[&channel_id=C]&from=T&to=T  → {"count": N}
+//	POST /_fake/delete?channel_id=C&ids=I[,I...]              → 204 (Delete)
+//	POST /_fake/gateway/drop | reconnect | heartbeat           → 204 (every open connection)
+//	POST /_fake/gateway/zombie?on=true|false                   → 204 (SetZombie)
+//	POST /_fake/gateway/inject (body: one frame)               → 204 (InjectFrame)
+//	POST /_fake/gateway/invalid-session?resumable=true|false   → 204 (InvalidateSessions)
+//	GET  /_fake/gateway/stats                                  → GatewayStats
 //
-// N is Count(G, C, from, to) (times RFC 3339): the exact number a correct client must get. These
-// requests are not counted in Stats and meet no limit, latency or token.
+// N is Count(G, C, from, to) (times RFC 3339): the exact number a correct client must get, deleted
+// messages excluded. These requests are not counted in Stats and meet no limit, latency or token.
+//
+// The fake also serves Discord's gateway (gateway.go): GET /api/v10/gateway/bot names the
+// websocket, whose MESSAGE_CREATE events are the same streams the search counts.
 package fakediscord
 
 import (
@@ -71,6 +80,14 @@ type Options struct {
 
 	Latency time.Duration // added before every answer
 	Token   string        // when set, requests need "Authorization: Bot <Token>", else 401
+	// MessageRate multiplies every channel's hourly message rate (1 to 24 an hour at the busiest
+	// hour, before noise); default 1, at most 50000 (a channel never has two messages in one
+	// millisecond). It is part of the dataset: history and the gateway's live messages are the
+	// same streams, so search, Count and MESSAGE_CREATE always agree.
+	MessageRate int
+
+	Gateway GatewayOptions // the gateway's knobs (see gateway.go)
+
 	// Clock, when set, hides messages stamped after Clock(); nil keeps the whole
 	// synthetic history, future included, so that counts never depend on when
 	// they are asked. A search without max_id ends at Clock(), or at the real
@@ -111,6 +128,14 @@ type Server struct {
 
 	requests, rateLimited, globalLimited, injected, warmups atomic.Int64
 
+	chanGuild map[uint64]*guild
+
+	// deleted holds the deleted messages per channel: search, Count and the gateway skip them.
+	dmu     sync.RWMutex
+	deleted map[uint64]map[uint64]bool
+
+	gw *gatewayState
+
 	mu      sync.Mutex
 	tokens  float64   // global token bucket
 	last    time.Time // of the token bucket
@@ -137,17 +162,25 @@ func New(opts Options) *Server {
 	if opts.InjectRetryAfter <= 0 {
 		opts.InjectRetryAfter = 100 * time.Millisecond
 	}
+	opts.MessageRate = min(max(opts.MessageRate, 1), maxMessageRate)
+	opts.Gateway = opts.Gateway.withDefaults()
 	s := &Server{
 		opts:      opts,
-		guilds:    buildGuilds(opts.Seed, opts.Guilds, opts.ChannelsPerGuild),
+		guilds:    buildGuilds(opts.Seed, opts.Guilds, opts.ChannelsPerGuild, uint64(opts.MessageRate)),
 		byID:      map[uint64]*guild{},
 		forbidden: map[uint64]bool{},
 		tokens:    float64(opts.RateBurst),
 		windows:   map[string]*window{},
 		warmed:    map[uint64]bool{},
+		chanGuild: map[uint64]*guild{},
+		deleted:   map[uint64]map[uint64]bool{},
+		gw:        newGatewayState(),
 	}
 	for _, g := range s.guilds {
 		s.byID[g.id] = g
+		for _, c := range g.channels {
+			s.chanGuild[c.id] = g
+		}
 	}
 	for _, id := range opts.Forbidden {
 		if v, err := strconv.ParseUint(id, 10, 64); err == nil {
@@ -199,7 +232,7 @@ func (s *Server) Count(guildID, channelID string, from, to time.Time) int64 {
 	}
 	var n int64
 	for _, c := range chans {
-		n += c.msgs.countMs(a, b)
+		n += c.msgs.countMs(a, b) - s.deletedMs(c.id, a, b)
 	}
 	return n
 }
@@ -225,7 +258,7 @@ func (s *Server) latest(chans []*channel, minID, maxID uint64, limit int) []Mess
 	maxID = s.capID(maxID)
 	lists := make([][]Message, 0, len(chans))
 	for _, c := range chans {
-		lists = append(lists, c.msgs.latest(c.id, minID+1, maxID, limit))
+		lists = append(lists, s.liveLatest(c, minID+1, maxID, limit))
 	}
 	return newest(lists, limit)
 }
@@ -291,6 +324,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.serveFake(w, r)
 		return
 	}
+	if r.URL.Path == gatewayPath || r.URL.Path == resumePath {
+		s.serveGateway(w, r) // the websocket: no REST limit, latency or Stats
+		return
+	}
 	n := s.requests.Add(1)
 	if s.opts.Latency > 0 {
 		t := time.NewTimer(s.opts.Latency)
@@ -320,7 +357,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, map[string]any{"message": "401: Unauthorized", "code": 0})
 		return
 	}
-	m := routeRegex.FindStringSubmatch(apiPrefix.ReplaceAllString(r.URL.Path, ""))
+	route := apiPrefix.ReplaceAllString(r.URL.Path, "")
+	if route == "/gateway/bot" || route == "/gateway/bot/" {
+		if r.Method != http.MethodGet {
+			writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"message": "405: Method Not Allowed", "code": 0})
+			return
+		}
+		s.serveGatewayBot(w, r)
+		return
+	}
+	m := routeRegex.FindStringSubmatch(route)
 	if m == nil {
 		writeJSON(w, http.StatusNotFound, map[string]any{"message": "404: Not Found", "code": 0})
 		return
@@ -358,6 +404,10 @@ const FakePrefix = "/_fake/"
 
 // serveFake answers the fake's own endpoints.
 func (s *Server) serveFake(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == FakePrefix+"delete" || strings.HasPrefix(r.URL.Path, FakePrefix+"gateway/") {
+		s.serveControl(w, r)
+		return
+	}
 	if r.URL.Path != FakePrefix+"count" {
 		writeJSON(w, http.StatusNotFound, map[string]any{"message": "404: Not Found", "code": 0})
 		return
@@ -507,6 +557,9 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, g *guild) {
 	var total int64
 	for _, c := range chans {
 		total += c.msgs.countIDs(minID, upper)
+		if minID != math.MaxUint64 && upper > minID+1 {
+			total -= s.deletedCount(c.id, minID+1, upper)
+		}
 	}
 	hits := s.latest(chans, minID, maxID, limit)
 	msgs := make([][]map[string]any, 0, len(hits))

@@ -63,17 +63,17 @@ func dispatch(ctx context.Context, cfg app.Config, log *slog.Logger, args []stri
 		fmt.Fprintln(stdout, "migrations are up to date")
 		return nil
 	case "seed":
-		return seedCmd(ctx, cfg, args, stdout)
+		return seedCmd(ctx, cfg, log, args, stdout)
 	case "apikey":
 		if len(args) == 0 || args[0] != "create" {
 			return errors.New(usage)
 		}
-		return apikeyCreate(ctx, cfg, args[1:], stdout, stderr)
+		return apikeyCreate(ctx, cfg, log, args[1:], stdout, stderr)
 	case "options":
 		if len(args) != 3 || args[0] != "set" {
 			return errors.New(usage)
 		}
-		n, err := app.SetOption(ctx, cfg, args[1], args[2])
+		n, err := app.SetOption(ctx, cfg, log, args[1], args[2])
 		if err != nil {
 			return err
 		}
@@ -95,7 +95,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-func seedCmd(ctx context.Context, cfg app.Config, args []string, stdout io.Writer) error {
+func seedCmd(ctx context.Context, cfg app.Config, log *slog.Logger, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("seed", flag.ContinueOnError)
 	file := fs.String("file", "", "seed file (JSON)")
 	if err := parseFlags(fs, args); err != nil {
@@ -104,7 +104,7 @@ func seedCmd(ctx context.Context, cfg app.Config, args []string, stdout io.Write
 	if *file == "" {
 		return errors.New("seed: --file is required")
 	}
-	sum, err := app.Seed(ctx, cfg, *file, time.Now())
+	sum, err := app.Seed(ctx, cfg, log, *file, time.Now())
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func seedCmd(ctx context.Context, cfg app.Config, args []string, stdout io.Write
 	return nil
 }
 
-func apikeyCreate(ctx context.Context, cfg app.Config, args []string, stdout, stderr io.Writer) error {
+func apikeyCreate(ctx context.Context, cfg app.Config, log *slog.Logger, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("apikey create", flag.ContinueOnError)
 	var k app.NewAPIKey
 	fs.StringVar(&k.Type, "type", "", "user, super or guest")
@@ -127,7 +127,7 @@ func apikeyCreate(ctx context.Context, cfg app.Config, args []string, stdout, st
 			k.Scopes = append(k.Scopes, s)
 		}
 	}
-	key, err := app.CreateAPIKey(ctx, cfg, k, time.Now())
+	key, err := app.CreateAPIKey(ctx, cfg, log, k, time.Now())
 	if err != nil {
 		return err
 	}

@@ -101,14 +101,15 @@ func TestCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close(gdb)
-		svc, err := app.NewService(gdb, nil, ratelimit.Config{PerMinute: 600, Burst: 60}, nil, app.Options{})
+		svc, err := app.New(context.Background(), app.Config{RateLimit: ratelimit.Config{PerMinute: 600, Burst: 60}}, nil, app.WithDB(gdb))
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer svc.Close()
 		r := httptest.NewRequest("GET", "/api/conversations/10/messages", nil)
 		r.Header.Set(auth.HeaderAPIKey, newKey)
 		w := httptest.NewRecorder()
-		svc.Handler.ServeHTTP(w, r)
+		svc.Handler().ServeHTTP(w, r)
 		if w.Code != 200 {
 			t.Fatalf("created key: %d %s", w.Code, w.Body)
 		}
@@ -129,7 +130,7 @@ func TestCommands(t *testing.T) {
 			t.Fatalf("options set: %d %q %q", code, out, errs)
 		}
 		w = httptest.NewRecorder()
-		svc.Handler.ServeHTTP(w, r)
+		svc.Handler().ServeHTTP(w, r)
 		if !strings.Contains(w.Body.String(), `"per_page":7`) {
 			t.Fatalf("page size after options set: %s", w.Body)
 		}

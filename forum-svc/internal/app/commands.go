@@ -19,9 +19,10 @@ import (
 	"forumstats.local/shared/migrate"
 )
 
-// The commands other than serve. Their errors are the command's one-line messages, prefixed by
-// the command's name; the database is opened only once the input has been checked, so a refused
-// input never touches it.
+// The commands other than serve, each a function of (ctx, cfg, log, its inputs) like Serve and
+// like the commands of stats-svc and collector-svc. Their errors are the command's one-line
+// messages, prefixed by the command's name; the database is opened only once the input has been
+// checked, so a refused input never touches it.
 
 // Migrate runs `forum-svc migrate`: it applies the pending migrations whatever MIGRATE_ON_START.
 func Migrate(ctx context.Context, cfg Config, log *slog.Logger) error {
@@ -30,7 +31,7 @@ func Migrate(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 // Seed runs `forum-svc seed --file path`: the whole file is checked, then written in one
 // transaction, or nothing is.
-func Seed(ctx context.Context, cfg Config, path string, now time.Time) (seed.Summary, error) {
+func Seed(ctx context.Context, cfg Config, log *slog.Logger, path string, now time.Time) (seed.Summary, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return seed.Summary{}, fmt.Errorf("seed: %w", err)
@@ -40,7 +41,7 @@ func Seed(ctx context.Context, cfg Config, path string, now time.Time) (seed.Sum
 	if err != nil {
 		return seed.Summary{}, fmt.Errorf("seed: %s: refused, nothing written: %w", path, err)
 	}
-	gdb, err := openDB(ctx, cfg.DatabaseURL, nil, cfg.MigrateOnStart)
+	gdb, err := openDB(ctx, cfg.DatabaseURL, log, cfg.MigrateOnStart)
 	if err != nil {
 		return seed.Summary{}, err
 	}
@@ -65,7 +66,7 @@ type NewAPIKey struct {
 
 // CreateAPIKey runs `forum-svc apikey create`: it checks k, stores a new random key's hash and
 // returns the key, which exists nowhere else.
-func CreateAPIKey(ctx context.Context, cfg Config, k NewAPIKey, now time.Time) (string, error) {
+func CreateAPIKey(ctx context.Context, cfg Config, log *slog.Logger, k NewAPIKey, now time.Time) (string, error) {
 	if len(k.Scopes) == 0 {
 		return "", errors.New("apikey create: --scopes is required")
 	}
@@ -78,7 +79,7 @@ func CreateAPIKey(ctx context.Context, cfg Config, k NewAPIKey, now time.Time) (
 	if k.ExpiresAt < 0 || (k.ExpiresAt > 0 && k.ExpiresAt <= now.Unix()) {
 		return "", errors.New("apikey create: --expires-at must be a future Unix time")
 	}
-	gdb, err := openDB(ctx, cfg.DatabaseURL, nil, cfg.MigrateOnStart)
+	gdb, err := openDB(ctx, cfg.DatabaseURL, log, cfg.MigrateOnStart)
 	if err != nil {
 		return "", err
 	}
@@ -118,7 +119,7 @@ func randomKey() (string, error) {
 }
 
 // SetOption runs `forum-svc options set name value` and returns the value set.
-func SetOption(ctx context.Context, cfg Config, name, value string) (int64, error) {
+func SetOption(ctx context.Context, cfg Config, log *slog.Logger, name, value string) (int64, error) {
 	opt, err := store.LookupOption(name)
 	if err != nil {
 		return 0, fmt.Errorf("options set: %w", err)
@@ -130,7 +131,7 @@ func SetOption(ctx context.Context, cfg Config, name, value string) (int64, erro
 	if err := opt.Check(n); err != nil {
 		return 0, fmt.Errorf("options set: %w", err)
 	}
-	gdb, err := openDB(ctx, cfg.DatabaseURL, nil, cfg.MigrateOnStart)
+	gdb, err := openDB(ctx, cfg.DatabaseURL, log, cfg.MigrateOnStart)
 	if err != nil {
 		return 0, err
 	}

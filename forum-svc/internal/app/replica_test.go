@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +16,9 @@ import (
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/seed"
 	"forumstats.local/forum-svc/migrations"
+	"forumstats.local/shared/config"
 	"forumstats.local/shared/db"
+	"forumstats.local/shared/migrate"
 	"forumstats.local/shared/ratelimit"
 	"forumstats.local/shared/testutil"
 )
@@ -44,21 +48,21 @@ func TestReplicaDownStaysReady(t *testing.T) {
 	}
 	closed := "postgres://postgres@" + ln.Addr().String() + "/none?sslmode=disable&connect_timeout=2"
 	ln.Close()
-	reads, err := db.OpenReads(gdb, closed, db.ReadsOptions{Service: "forum-app-test"})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := Config{RateLimit: ratelimit.Config{PerMinute: 600, Burst: 60}, DatabaseReadURL: closed}
+	svc, err := New(ctx, cfg, log, WithDB(gdb))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer reads.Close()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := NewService(gdb, nil, ratelimit.Config{PerMinute: 600, Burst: 60}, log, Options{Reads: reads})
-	if err != nil {
-		t.Fatal(err)
+	defer svc.Close()
+	if !svc.reads.Replica() {
+		t.Fatal("DATABASE_READ_URL opened no replica")
 	}
 	get := func(target string) (int, string) {
 		req := httptest.NewRequest(http.MethodGet, target, nil)
 		req.Header.Set("Forum-Api-Key", "replica-test-key-0123456789abcdef")
 		rec := httptest.NewRecorder()
-		svc.Handler.ServeHTTP(rec, req)
+		svc.Handler().ServeHTTP(rec, req)
 		return rec.Code, rec.Body.String()
 	}
 	if code, body := get("/readyz"); code != http.StatusOK {
@@ -133,5 +137,33 @@ func TestLoadConfigAuthFailures(t *testing.T) {
 			t.Errorf("%s=%q: %+v, %v", tc.name, tc.value, cfg, err)
 		}
 		t.Setenv(tc.name, "")
+	}
+}
+
+// TestNewWithDB: New over a database the test opened answers from it and never opens
+// DATABASE_URL, and Close leaves that database open.
+func TestNewWithDB(t *testing.T) {
+	ctx := context.Background()
+	gdb, err := migrate.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "forum.db"), nil, true, migrations.Set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(gdb)
+	never := filepath.Join(t.TempDir(), "never-opened.db")
+	a, err := New(ctx, Config{Common: config.Common{DatabaseURL: "sqlite:" + never, MigrateOnStart: true}}, nil, WithDB(gdb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	a.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("readyz: %d %s", rec.Code, rec.Body)
+	}
+	a.Close()
+	if err := db.Ping(gdb)(ctx); err != nil {
+		t.Fatalf("Close closed the database the test opened: %v", err)
+	}
+	if _, err := os.Stat(never); !os.IsNotExist(err) {
+		t.Fatalf("New opened DATABASE_URL beside WithDB: %v", err)
 	}
 }

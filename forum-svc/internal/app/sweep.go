@@ -18,7 +18,7 @@ type retrySweeper interface {
 // only, so without the sweep the answers of users who stopped writing would stay for ever. A
 // sweep that deletes something logs how many; one that fails logs why, and the next one runs
 // as planned. Every instance sweeps: two sweeps at once skip each other's rows (store.SweepRetries).
-func (s *Service) sweepRetries(ctx context.Context, interval time.Duration) {
+func (s *App) sweepRetries(ctx context.Context, interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -39,7 +39,7 @@ func (s *Service) sweepRetries(ctx context.Context, interval time.Duration) {
 
 // startSweep runs sweepRetries in a goroutine until ctx is done or stop is called (interval 0:
 // none); stop returns once the goroutine has.
-func (s *Service) startSweep(ctx context.Context, interval time.Duration) (stop func()) {
+func (s *App) startSweep(ctx context.Context, interval time.Duration) (stop func()) {
 	if interval <= 0 {
 		return func() {}
 	}

@@ -74,10 +74,10 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// sweeping reports whether a goroutine runs Service.sweepRetries.
+// sweeping reports whether a goroutine runs App.sweepRetries.
 func sweeping() bool {
 	buf := make([]byte, 1<<20)
-	return bytes.Contains(buf[:runtime.Stack(buf, true)], []byte("app.(*Service).sweepRetries"))
+	return bytes.Contains(buf[:runtime.Stack(buf, true)], []byte("app.(*App).sweepRetries"))
 }
 
 // TestSweepRetriesLoop: the loop sweeps at every interval, logs the sweeps that deleted
@@ -92,11 +92,12 @@ func TestSweepRetriesLoop(t *testing.T) {
 				sweeps atomic.Int64 // each sweep reads the clock once
 			)
 			log := slog.New(slog.NewTextHandler(&logs, nil))
-			svc, err := NewService(gdb, nil, ratelimit.Config{PerMinute: 600, Burst: 60}, log,
-				Options{Now: func() time.Time { sweeps.Add(1); return time.Unix(sweepNow, 0) }})
+			svc, err := New(context.Background(), Config{RateLimit: ratelimit.Config{PerMinute: 600, Burst: 60}}, log, WithDB(gdb),
+				WithClock(func() time.Time { sweeps.Add(1); return time.Unix(sweepNow, 0) }))
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(svc.Close)
 			insertAnswers(t, gdb, "fresh", 2, sweepNow-conversation.RetryWindow+1)
 			insertAnswers(t, gdb, "first", 3, expired)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -222,7 +223,7 @@ func (h heldSweeper) SweepRetries(context.Context, int64, int) (int64, error) {
 // serve closes no database under a running sweep.
 func TestStartSweepStops(t *testing.T) {
 	held := heldSweeper{make(chan struct{}), make(chan struct{})}
-	svc := &Service{retries: held, log: slog.New(slog.DiscardHandler), now: time.Now}
+	svc := &App{retries: held, log: slog.New(slog.DiscardHandler), now: time.Now}
 	stop := svc.startSweep(context.Background(), time.Hour)
 	<-held.started
 	stopped := make(chan struct{})
@@ -244,7 +245,7 @@ func TestStartSweepStops(t *testing.T) {
 	if sweeping() {
 		t.Error("a sweep outlives stop")
 	}
-	if stop := (&Service{}).startSweep(context.Background(), 0); sweeping() {
+	if stop := (&App{}).startSweep(context.Background(), 0); sweeping() {
 		t.Error("interval 0 sweeps")
 	} else {
 		stop()

@@ -3,7 +3,6 @@ package conversation
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -56,6 +55,11 @@ const (
 	FieldStarred          = "starred"
 	FieldUnread           = "unread"
 )
+
+// ArrayFields are the fields that take a list of values. The reader of the fields gathers each
+// under its plain name whichever encoding a client used for it (`recipient_ids[]`,
+// `recipient_ids[N]`, repeated `recipient_ids`), so the rules here read one list.
+var ArrayFields = []string{FieldRecipients}
 
 // Errors of the write operations that carry no parameters.
 var (
@@ -113,8 +117,12 @@ type InvalidInputError struct{ Field string }
 
 func (e *InvalidInputError) Error() string { return "invalid value of " + e.Field }
 
-// Bool reads an optional boolean field: absent is def; "1", "true" are true, "0", "false" false.
-// Anything else, a repeated field included, is *InvalidInputError.
+// Bool reads an optional boolean field: absent is def. The values are the ones XenForo's clients
+// send for a boolean, read strictly: "1", "true", "on", "yes" are true; "0", "false", "off", "no"
+// are false; the words in any case. XenForo's own input filter takes PHP's truth of any string
+// ("no" and "off" would be true, "" false); a value outside these eight, "" included, is refused
+// instead, so that a typo never flips a setting. Anything else, a repeated field included, is
+// *InvalidInputError.
 func (f Fields) Bool(name string, def bool) (v, present bool, err error) {
 	vs := f[name]
 	switch {
@@ -123,10 +131,10 @@ func (f Fields) Bool(name string, def bool) (v, present bool, err error) {
 	case len(vs) > 1:
 		return false, true, &InvalidInputError{Field: name}
 	}
-	switch vs[0] {
-	case "1", "true":
+	switch strings.ToLower(vs[0]) {
+	case "1", "true", "on", "yes":
 		return true, true, nil
-	case "0", "false":
+	case "0", "false", "off", "no":
 		return false, true, nil
 	}
 	return false, true, &InvalidInputError{Field: name}
@@ -202,16 +210,18 @@ func CheckLength(field, s string, max int64) error {
 	return nil
 }
 
-// Recipients are the parsed `recipient_ids[]` of a request.
+// Recipients are the parsed recipient ids of a request.
 type Recipients struct {
-	IDs  []int64          // distinct, in the order sent, without the current user
-	Sent map[int64]string // the value as sent of each id, for InvalidRecipientsError
+	IDs  []int64  // the well-formed ids: distinct, in the order sent, without the current user
+	sent []string // every value as sent, in order
 }
 
-// ParseRecipients reads the repeated recipient ids field (sent as `recipient_ids[]`, or plain
-// `recipient_ids`). Values that are not positive integers are *InvalidRecipientsError; the current
-// user is dropped, repeats count once; more than max distinct ids, or more than max+1 values
-// whatever they are, is *TooManyRecipientsError (the store checks the whole conversation). None left is reported by an empty IDs.
+// ParseRecipients reads the recipient ids field (its values in the order the reader of the fields
+// gives). Values that are not positive integers are *InvalidRecipientsError, returned with the
+// Recipients parsed, so that the caller can add the well-formed ids that name no user to the same
+// answer (Invalid); the current user is dropped, repeats count once; more than max distinct ids,
+// or more than max+1 values whatever they are, is *TooManyRecipientsError (the store checks the
+// whole conversation). None left is reported by an empty IDs.
 func ParseRecipients(values []string, currentUser, max int64) (Recipients, error) {
 	// More values than max and the current user (who is dropped) cannot all count, however many
 	// repeat: refused before any is read, so no request makes the service parse, dedupe or look
@@ -219,25 +229,21 @@ func ParseRecipients(values []string, currentUser, max int64) (Recipients, error
 	if int64(len(values)) > max+1 {
 		return Recipients{}, &TooManyRecipientsError{Max: max}
 	}
-	r := Recipients{Sent: map[int64]string{}}
-	var bad []string
+	r := Recipients{sent: values}
+	seen := map[int64]bool{}
+	malformed := false
 	for _, v := range values {
 		id, ok := decimal.ParseID(v)
-		if !ok {
-			bad = append(bad, v)
-			continue
+		switch {
+		case !ok:
+			malformed = true
+		case id != currentUser && !seen[id]:
+			seen[id] = true
+			r.IDs = append(r.IDs, id)
 		}
-		if id == currentUser {
-			continue
-		}
-		if _, dup := r.Sent[id]; dup {
-			continue
-		}
-		r.Sent[id] = v
-		r.IDs = append(r.IDs, id)
 	}
-	if len(bad) > 0 {
-		return Recipients{}, &InvalidRecipientsError{Values: bad}
+	if malformed {
+		return r, r.Invalid(nil)
 	}
 	if int64(len(r.IDs)) > max {
 		return Recipients{}, &TooManyRecipientsError{Max: max}
@@ -245,25 +251,36 @@ func ParseRecipients(values []string, currentUser, max int64) (Recipients, error
 	return r, nil
 }
 
-// Unknown turns the store's unknown user ids into the values as sent, in the order sent (as the
-// malformed values are), whatever order the store found them in.
+// Invalid names every offending value at once: the malformed ones and those of the unknown user
+// ids, as sent, in the order sent, each once. nil when there is none.
+func (r Recipients) Invalid(unknown []int64) error {
+	isUnknown := make(map[int64]bool, len(unknown))
+	for _, id := range unknown {
+		isUnknown[id] = true
+	}
+	var values []string
+	named := map[string]bool{}
+	for _, v := range r.sent {
+		id, ok := decimal.ParseID(v)
+		if (!ok || isUnknown[id]) && !named[v] {
+			named[v] = true
+			values = append(values, v)
+		}
+	}
+	if len(values) == 0 {
+		return nil
+	}
+	return &InvalidRecipientsError{Values: values}
+}
+
+// Unknown turns the store's unknown user ids into the values as sent (Invalid); any other error
+// is returned as it is.
 func (r Recipients) Unknown(err error) error {
 	var unknown *UnknownUsersError
 	if !errors.As(err, &unknown) {
 		return err
 	}
-	values := make([]string, 0, len(unknown.IDs))
-	for _, id := range r.IDs {
-		if slices.Contains(unknown.IDs, id) {
-			values = append(values, r.Sent[id])
-		}
-	}
-	return &InvalidRecipientsError{Values: values}
-}
-
-// recipientValues is the recipient field's values: `recipient_ids[]`, or `recipient_ids`.
-func (f Fields) recipientValues() []string {
-	return append(slices.Clone(f[FieldRecipients+"[]"]), f[FieldRecipients]...)
+	return r.Invalid(unknown.IDs)
 }
 
 // NewConversation is a conversation to start, checked.
@@ -278,19 +295,20 @@ type NewConversation struct {
 }
 
 // ParseStart checks the fields of POST /api/conversations/ in the order of the error table's checks:
-// required fields, malformed values (recipients, booleans), lengths.
+// required fields, malformed values (recipients, booleans), lengths. The recipients parsed come
+// back with an error too (see ParseRecipients).
 func ParseStart(f Fields, userID int64, opts Options) (NewConversation, Recipients, error) {
 	var req required
 	title, errTitle := req.text(f, FieldTitle, validTitle)
 	message, errMessage := req.text(f, FieldMessage, validMessage)
 	open, _, errOpen := f.Bool(FieldConversationOpen, true)
 	invite, _, errInvite := f.Bool(FieldOpenInvite, false)
-	rs, errRecipients := ParseRecipients(f.recipientValues(), userID, opts.MaxRecipients)
+	rs, errRecipients := ParseRecipients(f[FieldRecipients], userID, opts.MaxRecipients)
 	if errRecipients == nil && len(rs.IDs) == 0 { // none sent, or only the current user
 		req.missing = append([]string{FieldRecipients}, req.missing...)
 	}
 	if err := firstError(req.err(), errTitle, errMessage, errOpen, errInvite, errRecipients); err != nil {
-		return NewConversation{}, Recipients{}, err
+		return NewConversation{}, rs, err
 	}
 	if err := firstError(CheckLength(FieldTitle, title, MaxTitleLength), CheckLength(FieldMessage, message, opts.MessageMaxLength)); err != nil {
 		return NewConversation{}, Recipients{}, err

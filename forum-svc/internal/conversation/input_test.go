@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"forumstats.local/forum-svc/internal/decimal"
 )
 
 var testOptions = Options{DiscussionsPerPage: 20, MaxRecipients: 3, MessageMaxLength: 10}
@@ -22,11 +24,19 @@ func TestFieldsBool(t *testing.T) {
 		{[]string{"true"}, false, true, true},
 		{[]string{"0"}, true, false, true},
 		{[]string{"false"}, true, false, true},
-		{[]string{"TRUE"}, false, false, false},
-		{[]string{"yes"}, false, false, false},
-		{[]string{""}, false, false, false},
+		{[]string{"TRUE"}, false, true, true},
+		{[]string{"on"}, false, true, true},
+		{[]string{"Yes"}, false, true, true},
+		{[]string{"OFF"}, true, false, true},
+		{[]string{"no"}, true, false, true},
+		{[]string{""}, true, false, false},
+		{[]string{"y"}, false, false, false},
+		{[]string{"t"}, false, false, false},
+		{[]string{"none"}, false, false, false},
 		{[]string{" 1"}, false, false, false},
+		{[]string{"true "}, false, false, false},
 		{[]string{"2"}, false, false, false},
+		{[]string{"-1"}, false, false, false},
 		{[]string{"1", "1"}, false, false, false},
 	}
 	for _, c := range cases {
@@ -125,6 +135,42 @@ func TestParseRecipients(t *testing.T) {
 	}
 }
 
+// Invalid names the malformed values and the unknown users' values together, in the order sent,
+// each once; the well-formed ids of a refused list are still returned for the look-up.
+func TestRecipientsInvalid(t *testing.T) {
+	cases := []struct {
+		values  []string
+		unknown []int64
+		want    []string // nil: no error
+	}{
+		{[]string{"2", "3"}, nil, nil},
+		{[]string{"2", "3"}, []int64{7}, nil},
+		{[]string{"x", "2", "3"}, []int64{3}, []string{"x", "3"}},
+		{[]string{"3", "x", "2"}, []int64{3, 2}, []string{"3", "x", "2"}},
+		{[]string{"03", "x", "3", "x"}, []int64{3}, []string{"03", "x", "3"}},
+		{[]string{"1", "x"}, []int64{1}, []string{"1", "x"}},
+	}
+	for _, c := range cases {
+		rs, _ := ParseRecipients(c.values, 1, 10)
+		err := rs.Invalid(c.unknown)
+		var ir *InvalidRecipientsError
+		if c.want == nil {
+			if err != nil {
+				t.Errorf("%q unknown %v: %v; want none", c.values, c.unknown, err)
+			}
+			continue
+		}
+		if !errors.As(err, &ir) || !slices.Equal(ir.Values, c.want) {
+			t.Errorf("%q unknown %v: %v; want %q", c.values, c.unknown, err, c.want)
+		}
+	}
+	rs, err := ParseRecipients([]string{"x", "4", "1", "4", "5"}, 1, 10)
+	var ir *InvalidRecipientsError
+	if !errors.As(err, &ir) || !slices.Equal(ir.Values, []string{"x"}) || !slices.Equal(rs.IDs, []int64{4, 5}) {
+		t.Fatalf("refused list: %v, ids %v", err, rs.IDs)
+	}
+}
+
 func TestParseStart(t *testing.T) {
 	long := strings.Repeat("t", MaxTitleLength+1)
 	cases := []struct {
@@ -132,18 +178,18 @@ func TestParseStart(t *testing.T) {
 		f    Fields
 		want string // the error, printed; "" for success
 	}{
-		{"ok", Fields{"recipient_ids[]": {"2", "3"}, "title": {" Hi "}, "message": {"hello"}}, ""},
+		{"ok", Fields{"recipient_ids": {"2", "3"}, "title": {" Hi "}, "message": {"hello"}}, ""},
 		{"plain name", Fields{"recipient_ids": {"2"}, "title": {"Hi"}, "message": {"hello"}}, ""},
 		{"nothing", Fields{}, "missing [recipient_ids title message]"},
-		{"blank", Fields{"recipient_ids[]": {"2"}, "title": {"  "}, "message": {"\n"}}, "missing [title message]"},
-		{"only me", Fields{"recipient_ids[]": {"1"}, "title": {"Hi"}, "message": {"m"}}, "missing [recipient_ids]"},
-		{"only me, no title", Fields{"recipient_ids[]": {"1"}, "message": {"m"}}, "missing [recipient_ids title]"},
-		{"bad recipient", Fields{"recipient_ids[]": {"2", "x"}, "title": {"Hi"}, "message": {"m"}}, "recipients [x]"},
-		{"too many", Fields{"recipient_ids[]": {"2", "3", "4", "5"}, "title": {"Hi"}, "message": {"m"}}, "too many 3"},
-		{"title", Fields{"recipient_ids[]": {"2"}, "title": {long}, "message": {"m"}}, "too long title 100"},
-		{"message", Fields{"recipient_ids[]": {"2"}, "title": {"Hi"}, "message": {"12345678901"}}, "too long message 10"},
-		{"boolean", Fields{"recipient_ids[]": {"2"}, "title": {"Hi"}, "message": {"m"}, "open_invite": {"yes"}}, "invalid open_invite"},
-		{"utf-8", Fields{"recipient_ids[]": {"2"}, "title": {"\xff"}, "message": {"m"}}, "invalid title"},
+		{"blank", Fields{"recipient_ids": {"2"}, "title": {"  "}, "message": {"\n"}}, "missing [title message]"},
+		{"only me", Fields{"recipient_ids": {"1"}, "title": {"Hi"}, "message": {"m"}}, "missing [recipient_ids]"},
+		{"only me, no title", Fields{"recipient_ids": {"1"}, "message": {"m"}}, "missing [recipient_ids title]"},
+		{"bad recipient", Fields{"recipient_ids": {"2", "x"}, "title": {"Hi"}, "message": {"m"}}, "recipients [x]"},
+		{"too many", Fields{"recipient_ids": {"2", "3", "4", "5"}, "title": {"Hi"}, "message": {"m"}}, "too many 3"},
+		{"title", Fields{"recipient_ids": {"2"}, "title": {long}, "message": {"m"}}, "too long title 100"},
+		{"message", Fields{"recipient_ids": {"2"}, "title": {"Hi"}, "message": {"12345678901"}}, "too long message 10"},
+		{"boolean", Fields{"recipient_ids": {"2"}, "title": {"Hi"}, "message": {"m"}, "open_invite": {"maybe"}}, "invalid open_invite"},
+		{"utf-8", Fields{"recipient_ids": {"2"}, "title": {"\xff"}, "message": {"m"}}, "invalid title"},
 	}
 	for _, c := range cases {
 		nc, _, err := ParseStart(c.f, 1, testOptions)
@@ -211,7 +257,7 @@ func TestParseUpdateAndFilter(t *testing.T) {
 	if _, err := ParseUpdate(Fields{"title": {" "}}); describe(err) != "missing [title]" {
 		t.Fatalf("blank title: %v", err)
 	}
-	if _, err := ParseUpdate(Fields{"conversation_open": {"no"}}); describe(err) != "invalid conversation_open" {
+	if _, err := ParseUpdate(Fields{"conversation_open": {"nope"}}); describe(err) != "invalid conversation_open" {
 		t.Fatalf("bad boolean: %v", err)
 	}
 	f, err := ParseListFilter(Fields{"starter_id": {"2"}, "unread": {"0"}})
@@ -242,7 +288,8 @@ func FuzzParseRecipients(f *testing.F) {
 		}
 		seen := map[int64]bool{}
 		for _, id := range rs.IDs {
-			if id < 1 || id == me || seen[id] || !slices.Contains(values, rs.Sent[id]) {
+			sent := slices.ContainsFunc(values, func(v string) bool { n, ok := decimal.ParseID(v); return ok && n == id })
+			if id < 1 || id == me || seen[id] || !sent {
 				t.Fatalf("ParseRecipients(%q, %d) = %v", values, me, rs.IDs)
 			}
 			seen[id] = true
@@ -256,7 +303,7 @@ func FuzzParseStart(f *testing.F) {
 	f.Add("2", "Hi", "hello", "1")
 	f.Add("x", "", "\xff", "maybe")
 	f.Fuzz(func(t *testing.T, recipient, title, message, open string) {
-		c, _, err := ParseStart(Fields{"recipient_ids[]": {recipient}, "title": {title}, "message": {message}, "conversation_open": {open}}, 1, testOptions)
+		c, _, err := ParseStart(Fields{"recipient_ids": {recipient}, "title": {title}, "message": {message}, "conversation_open": {open}}, 1, testOptions)
 		if err != nil {
 			return
 		}

@@ -108,6 +108,8 @@ type Store interface {
 	MarkRead(ctx context.Context, conversationID, userID, date int64) error
 	// MarkUnread sets the reader's last_read_date to 0.
 	MarkUnread(ctx context.Context, conversationID, userID int64) error
+	// UserExists tells whether the user exists (to name unknown recipients beside malformed ones).
+	UserExists(ctx context.Context, userID int64) (bool, error)
 	WriteStore
 }
 

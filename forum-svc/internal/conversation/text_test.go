@@ -77,11 +77,11 @@ func TestTitleAndMessageCharacters(t *testing.T) {
 			}
 			long := Options{DiscussionsPerPage: 20, MaxRecipients: 3, MessageMaxLength: 1000}
 			// Every write that takes a title or a message: start, update; start, reply, edit.
-			_, _, err := ParseStart(Fields{"recipient_ids[]": {"2"}, "title": {c.text}, "message": {"m"}}, 1, long)
+			_, _, err := ParseStart(Fields{"recipient_ids": {"2"}, "title": {c.text}, "message": {"m"}}, 1, long)
 			check(FieldTitle, c.title, err)
 			_, err = ParseUpdate(Fields{"title": {c.text}})
 			check(FieldTitle, c.title, err)
-			_, _, err = ParseStart(Fields{"recipient_ids[]": {"2"}, "title": {"t"}, "message": {c.text}}, 1, long)
+			_, _, err = ParseStart(Fields{"recipient_ids": {"2"}, "title": {"t"}, "message": {c.text}}, 1, long)
 			check(FieldMessage, c.message, err)
 			_, _, err = ParseReply(Fields{"conversation_id": {"10"}, "message": {c.text}}, long)
 			check(FieldMessage, c.message, err)
@@ -94,7 +94,7 @@ func TestTitleAndMessageCharacters(t *testing.T) {
 // Required fields come first: a blank title and a message with a refused character are missing
 // [title], not invalid.
 func TestBlankBeforeMalformed(t *testing.T) {
-	_, _, err := ParseStart(Fields{"recipient_ids[]": {"2"}, "title": {"\u200b"}, "message": {"\x1b[2J"}}, 1, testOptions)
+	_, _, err := ParseStart(Fields{"recipient_ids": {"2"}, "title": {"\u200b"}, "message": {"\x1b[2J"}}, 1, testOptions)
 	var missing *MissingInputError
 	if !errors.As(err, &missing) || strings.Join(missing.Fields, ",") != "title" {
 		t.Fatalf("%v; want required_input_missing [title]", err)
@@ -126,7 +126,7 @@ func FuzzTextRules(f *testing.F) {
 	}
 	opts := Options{DiscussionsPerPage: 20, MaxRecipients: 3, MessageMaxLength: MaxMessageLength}
 	f.Fuzz(func(t *testing.T, title, message string) {
-		c, _, err := ParseStart(Fields{"recipient_ids[]": {"2"}, "title": {title}, "message": {message}}, 1, opts)
+		c, _, err := ParseStart(Fields{"recipient_ids": {"2"}, "title": {title}, "message": {message}}, 1, opts)
 		if err == nil {
 			for _, r := range c.Title {
 				if refusedInTitle(r) {

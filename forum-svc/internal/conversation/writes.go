@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 )
@@ -207,7 +208,7 @@ func (s *Service) Start(ctx context.Context, userID int64, f Fields, retry *Retr
 	defer release()
 	c, rs, err := ParseStart(f, userID, opts)
 	if err != nil {
-		return Answer{}, err
+		return Answer{}, s.withUnknown(ctx, rs, err)
 	}
 	c.Date = s.now().Unix()
 	retry.stamp(c.Date)
@@ -290,20 +291,62 @@ func (s *Service) Leave(ctx context.Context, userID, conversationID int64, f Fie
 	return s.store.Leave(ctx, conversationID, userID, ignore)
 }
 
-// Invite adds the users of `recipient_ids[]` to the conversation.
+// Invite adds the users of `recipient_ids` to the conversation.
 func (s *Service) Invite(ctx context.Context, userID, conversationID int64, f Fields) error {
 	opts, err := s.store.Options(ctx)
 	if err != nil {
 		return err
 	}
-	rs, err := ParseRecipients(f.recipientValues(), userID, opts.MaxRecipients)
+	rs, err := ParseRecipients(f[FieldRecipients], userID, opts.MaxRecipients)
 	if err != nil {
-		return err
+		return s.withUnknown(ctx, rs, err)
 	}
 	if len(rs.IDs) == 0 { // none sent, or only the current user
 		return &MissingInputError{Fields: []string{FieldRecipients}}
 	}
 	return rs.Unknown(s.store.Invite(ctx, conversationID, userID, rs.IDs, opts.MaxRecipients))
+}
+
+// withUnknown completes a refusal of malformed recipients with the well-formed ids among them that
+// name no user, so that one answer names every offending value and a client fixes its request
+// once. Only this refusal looks users up: a request whose ids are all well formed learns its
+// unknown ones from the write itself (*UnknownUsersError). The ids are at most the forum's
+// maxRecipients (ParseRecipients refuses more values).
+func (s *Service) withUnknown(ctx context.Context, rs Recipients, err error) error {
+	var bad *InvalidRecipientsError
+	if !errors.As(err, &bad) || len(rs.IDs) == 0 {
+		return err
+	}
+	unknown, lerr := s.unknownUsers(ctx, rs.IDs)
+	if lerr != nil {
+		return lerr
+	}
+	return rs.Invalid(unknown)
+}
+
+// UnknownUsersFinder is a store that finds, in one query, which of ids name no user. A store that
+// has it is asked so; one without is asked user by user (UserExists), up to maxRecipients
+// questions for one refused request.
+type UnknownUsersFinder interface {
+	UnknownUsers(ctx context.Context, ids []int64) ([]int64, error)
+}
+
+// unknownUsers returns the ids that name no user.
+func (s *Service) unknownUsers(ctx context.Context, ids []int64) ([]int64, error) {
+	if f, ok := s.store.(UnknownUsersFinder); ok {
+		return f.UnknownUsers(ctx, ids)
+	}
+	var unknown []int64
+	for _, id := range ids {
+		ok, err := s.store.UserExists(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			unknown = append(unknown, id)
+		}
+	}
+	return unknown, nil
 }
 
 // Star sets or (without `star`) toggles the user's star.

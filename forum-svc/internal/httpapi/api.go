@@ -103,8 +103,12 @@ const bodyLimit = "1MiB"
 // registeredUser is the "scope" of a route that needs a registered user but no particular scope.
 const registeredUser = "(registered user)"
 
-// New returns the HTTP handler of forum-svc.
-func New(d Deps) *echo.Echo {
+// New returns the HTTP handler of forum-svc: shared/server's middleware and probes, and the
+// API's routes. Only this package knows the router behind it.
+func New(d Deps) http.Handler { return newEcho(d) }
+
+// newEcho builds New's handler; the tests read its routes.
+func newEcho(d Deps) *echo.Echo {
 	a := &api{conv: d.Conversations, auth: d.Auth, limiter: d.Limiter,
 		failures: newFailedAuth(d.AuthFailures, d.Now), allow: map[string]string{}}
 	e := server.New(server.Options{

@@ -107,7 +107,7 @@ func TestWriteErrors(t *testing.T) {
 			t.Fatalf("100-character title, 5-character message: %d %s", r.status, r.body)
 		}
 		wantError(t, start("recipient_ids[]", "2", "title", "t", "message", "😀😀😀😀😀😀"), 400, "message_too_long", map[string]any{"max": 5})
-		wantError(t, start("recipient_ids[]", "2", "title", "t", "message", "x", "conversation_open", "yes"), 400, "invalid_input", map[string]any{"field": "conversation_open"})
+		wantError(t, start("recipient_ids[]", "2", "title", "t", "message", "x", "conversation_open", "maybe"), 400, "invalid_input", map[string]any{"field": "conversation_open"})
 		wantError(t, start("recipient_ids[]", "2", "title", "t", "message", "\xff"), 400, "invalid_input", map[string]any{"field": "message"})
 		wantError(t, start("recipient_ids[]", "2", "title", "t\x00", "message", "x"), 400, "invalid_input", map[string]any{"field": "title"})
 		// 1,000 recipients (within the field bound): refused without a query of them.

@@ -136,12 +136,13 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	clk := testutil.NewClock(time.Unix(now, 0))
 	logs := &testutil.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	svc, err := app.NewService(gdb, nil, opts.rateLimit, log, app.Options{Now: clk.Now,
-		Auth: auth.Options{Now: clk.Now, KeyLookupsPerSecond: opts.keyLookups}, AuthFailures: opts.authFailures})
+	cfg := app.Config{RateLimit: opts.rateLimit, AuthFailures: opts.authFailures, KeyLookupsPerSecond: opts.keyLookups}
+	svc, err := app.New(ctx, cfg, log, app.WithDB(gdb), app.WithClock(clk.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, h: svc.Handler, gdb: gdb, clock: clk, logs: logs}
+	t.Cleanup(svc.Close)
+	return &env{t: t, h: svc.Handler(), gdb: gdb, clock: clk, logs: logs}
 }
 
 type response struct {

@@ -26,7 +26,7 @@ var startFields = [...]string{conversation.FieldTitle, conversation.FieldMessage
 	conversation.FieldConversationOpen, conversation.FieldOpenInvite}
 
 // MaxFields bounds the fields a write reads, body and query string together: the largest valid
-// request is a start with recipient_ids[] naming every recipient the largest maxRecipients allows
+// request is a start with recipient_ids naming every recipient the largest maxRecipients allows
 // and the current user (who is dropped), plus its other fields. A form of more is refused while it
 // is read (400 too_many_fields), so a body of a hundred thousand tiny fields never costs more
 // than this many of them; the body limit bounds their size.
@@ -44,8 +44,10 @@ func (e *TooManyFieldsError) Error() string {
 // non-empty body of any other type is 415, a body over the limit 413 (the body-limit error), a
 // broken multipart body 400 invalid_input. A field named in the body takes the body's values
 // only; one the body lacks takes the query string's, as XenForo's request input does, so a client
-// may put any field in either place. Every field is counted as it is read: past MaxFields the
-// read stops with *TooManyFieldsError.
+// may put any field in either place. An array field (conversation.ArrayFields) is one field
+// whichever of its encodings name it (see shared/form's Array): its values are ordered there, and
+// body and query string are one of them or the other as for any field. Every field is counted as
+// it is read: past MaxFields the read stops with *TooManyFieldsError.
 func readForm(r *http.Request) (conversation.Fields, error) {
 	budget := MaxFields
 	fields := conversation.Fields{}
@@ -55,8 +57,12 @@ func readForm(r *http.Request) (conversation.Fields, error) {
 			return nil, err
 		}
 	}
-	query := conversation.Fields{}
-	if err := addPairs(query, r.URL.RawQuery, &budget); err != nil {
+	qr := newFieldReader(&budget)
+	if err := qr.addPairs(r.URL.RawQuery); err != nil {
+		return nil, err
+	}
+	query, err := qr.fields()
+	if err != nil {
 		return nil, err
 	}
 	for name, vs := range query {
@@ -65,6 +71,78 @@ func readForm(r *http.Request) (conversation.Fields, error) {
 		}
 	}
 	return fields, nil
+}
+
+// fieldReader gathers the fields of one source (the body, or the query string) as they are read,
+// counting each against the request's budget.
+type fieldReader struct {
+	budget    *int
+	plain     conversation.Fields
+	arrays    map[string]*form.Array
+	malformed string // the first key that names an array field but is none of its encodings
+}
+
+func newFieldReader(budget *int) *fieldReader {
+	return &fieldReader{budget: budget, plain: conversation.Fields{}, arrays: map[string]*form.Array{}}
+}
+
+// add counts and adds one field.
+func (fr *fieldReader) add(key, value string) error {
+	if *fr.budget == 0 {
+		return &TooManyFieldsError{Max: MaxFields}
+	}
+	*fr.budget--
+	for _, name := range conversation.ArrayFields {
+		index, indexed, elem, malformed := form.ArrayKey(key, name)
+		if malformed && fr.malformed == "" {
+			fr.malformed = key
+		}
+		if elem {
+			a := fr.arrays[name]
+			if a == nil {
+				a = &form.Array{}
+				fr.arrays[name] = a
+			}
+			a.Add(index, indexed, value)
+			return nil
+		}
+	}
+	fr.plain[key] = append(fr.plain[key], value)
+	return nil
+}
+
+// addPairs adds the pairs of a raw query string.
+func (fr *fieldReader) addPairs(raw string) error {
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		if err := fr.addPair([]byte(pair)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addPair counts and adds one "key=value" pair (empty ones are skipped, as form.Parse does).
+func (fr *fieldReader) addPair(pair []byte) error {
+	if len(pair) == 0 {
+		return nil
+	}
+	return fr.add(form.Pair(string(pair)))
+}
+
+// fields are the fields read, each array field under its plain name with its values in order. A
+// key that meant an array field but is none of its encodings (`recipient_ids[x]`) is
+// *InvalidInputError naming that key: dropping it would act on fewer values than the client sent.
+func (fr *fieldReader) fields() (conversation.Fields, error) {
+	if fr.malformed != "" {
+		return nil, &conversation.InvalidInputError{Field: fr.malformed}
+	}
+	for name, a := range fr.arrays {
+		// A plain `name` is one of the array's encodings, so it never also stands in plain.
+		fr.plain[name] = a.Values()
+	}
+	return fr.plain, nil
 }
 
 // readBody reads the body as a stream, field by field.
@@ -122,7 +200,7 @@ func bodyError(err error) error {
 
 // readURLEncoded splits a form body on "&" as it arrives, holding one pair at a time.
 func readURLEncoded(br *bufio.Reader, budget *int) (conversation.Fields, error) {
-	fields := conversation.Fields{}
+	fr := newFieldReader(budget)
 	var pair []byte
 	for {
 		chunk, err := br.ReadSlice('&')
@@ -133,40 +211,14 @@ func readURLEncoded(br *bufio.Reader, budget *int) (conversation.Fields, error) 
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, err
 		}
-		if perr := addPair(fields, bytes.TrimSuffix(pair, []byte("&")), budget); perr != nil {
+		if perr := fr.addPair(bytes.TrimSuffix(pair, []byte("&"))); perr != nil {
 			return nil, perr
 		}
 		if err != nil {
-			return fields, nil
+			return fr.fields()
 		}
 		pair = pair[:0]
 	}
-}
-
-// addPairs adds the pairs of a raw query string.
-func addPairs(fields conversation.Fields, raw string, budget *int) error {
-	for raw != "" {
-		var pair string
-		pair, raw, _ = strings.Cut(raw, "&")
-		if err := addPair(fields, []byte(pair), budget); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// addPair counts and adds one "key=value" pair (empty ones are skipped, as form.Parse does).
-func addPair(fields conversation.Fields, pair []byte, budget *int) error {
-	if len(pair) == 0 {
-		return nil
-	}
-	if *budget == 0 {
-		return &TooManyFieldsError{Max: MaxFields}
-	}
-	*budget--
-	name, value := form.Pair(string(pair))
-	fields[name] = append(fields[name], value)
-	return nil
 }
 
 // readMultipart reads a multipart form part by part.
@@ -175,12 +227,12 @@ func readMultipart(br *bufio.Reader, boundary string, budget *int) (conversation
 	if boundary == "" {
 		return nil, broken
 	}
-	fields := conversation.Fields{}
+	fr := newFieldReader(budget)
 	mr := multipart.NewReader(br, boundary)
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
-			return fields, nil
+			return fr.fields()
 		}
 		if err != nil {
 			return nil, broken
@@ -188,13 +240,13 @@ func readMultipart(br *bufio.Reader, boundary string, budget *int) (conversation
 		if *budget == 0 {
 			return nil, &TooManyFieldsError{Max: MaxFields}
 		}
-		*budget--
 		value, err := io.ReadAll(part) // within the body limit
 		if err != nil {
 			return nil, broken
 		}
-		name := part.FormName()
-		fields[name] = append(fields[name], string(value))
+		if err := fr.add(part.FormName(), string(value)); err != nil {
+			return nil, err
+		}
 	}
 }
 

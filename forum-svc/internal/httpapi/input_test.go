@@ -37,6 +37,19 @@ func TestFormFieldBound(t *testing.T) {
 		recipients = append(recipients, "recipient_ids[]="+strconv.Itoa(id))
 	}
 	largest := strings.Join(recipients, "&") + "&recipient_ids[]=1&title=All&message=Hello&conversation_open=1&open_invite=0"
+	// The same in PHP's indexed encoding, last index first, indices far apart (nothing is
+	// allocated by index), and in a mix of the three encodings.
+	var indexed, mixed []string
+	for i := conversation.MaxRecipientsLimit + 1; i >= 1; i-- {
+		indexed = append(indexed, fmt.Sprintf("recipient_ids[%d]=%d", i*9_000_000_000_000_000%(1<<62), i))
+		mixed = append(mixed, [...]string{"recipient_ids[]=", "recipient_ids=", fmt.Sprintf("recipient_ids[%d]=", i)}[i%3]+strconv.Itoa(i))
+	}
+	rest := "&title=All&message=Hello&conversation_open=1&open_invite=0"
+	largestIndexed, largestMixed := strings.Join(indexed, "&")+rest, strings.Join(mixed, "&")+rest
+	var hugeIndices strings.Builder
+	for i := range 20_000 {
+		fmt.Fprintf(&hugeIndices, "recipient_ids[%d]=2&", 9_000_000_000_000_000_000-i)
+	}
 	tooMany := map[string]any{"max": httpapi.MaxFields}
 	multipartOf := func(n int) (string, string) {
 		var kv []string
@@ -53,6 +66,10 @@ func TestFormFieldBound(t *testing.T) {
 	}{
 		{"a field more than the largest start", "/api/conversations", "application/x-www-form-urlencoded", largest + "&x=1", 400, "too_many_fields", tooMany},
 		{"the largest start with a query field", "/api/conversations?x=1", "application/x-www-form-urlencoded", largest, 400, "too_many_fields", tooMany},
+		{"the largest start, indexed", "/api/conversations", "application/x-www-form-urlencoded", largestIndexed, 200, "", nil},
+		{"the largest start, three encodings", "/api/conversations", "application/x-www-form-urlencoded", largestMixed, 200, "", nil},
+		{"a field more than the largest start, indexed", "/api/conversations", "application/x-www-form-urlencoded", largestIndexed + "&recipient_ids[0]=1", 400, "too_many_fields", tooMany},
+		{"20,000 huge indices", "/api/conversations", "application/x-www-form-urlencoded", hugeIndices.String() + "title=t&message=m", 400, "too_many_fields", tooMany},
 		{"110,000 fields", "/api/conversations/10/mark-unread", "application/x-www-form-urlencoded", formOf(110_000, "a", "1"), 400, "too_many_fields", tooMany},
 		{"58,000 copies of one recipient", "/api/conversations", "application/x-www-form-urlencoded", formOf(58_000, "recipient_ids[]", "2"), 400, "too_many_fields", tooMany},
 		{"MaxFields+1 fields in the query string", "/api/conversations/10/star?" + formOf(httpapi.MaxFields+1, "z", ""), "", "", 400, "too_many_fields", tooMany},

@@ -4,8 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/labstack/echo/v4"
-
+	"forumstats.local/shared/config"
 	"forumstats.local/shared/server/servertest"
 )
 
@@ -14,7 +13,7 @@ import (
 // http.Server of shared/server (net/http would otherwise answer plain text first).
 func TestOversizedRequestHead(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	addr, _ := servertest.Serve(t, e.h.(*echo.Echo))
+	addr, _ := servertest.Serve(t, e.h, config.HTTP{})
 	for _, tt := range []struct {
 		name, target, headers string
 		status                int

@@ -25,7 +25,7 @@ func loadDoc(t *testing.T) map[string]any {
 func TestOpenAPICoversEveryRoute(t *testing.T) {
 	doc := loadDoc(t)
 	paths := doc["paths"].(map[string]any)
-	e := New(Deps{})
+	e := newEcho(Deps{})
 	seen := 0
 	for _, r := range e.Routes() {
 		if r.Method == http.MethodOptions || r.Method == http.MethodHead {

@@ -1,4 +1,4 @@
-// Package servertest runs an Echo built by shared/server behind the real http.Server of
+// Package servertest runs a handler built by shared/server behind the real http.Server of
 // server.Serve, for the tests that need what only a real server does: the head limits (414/431
 // answered through the service's error handler), graceful shutdown.
 package servertest
@@ -15,15 +15,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/labstack/echo/v4"
-
+	"forumstats.local/shared/config"
 	"forumstats.local/shared/server"
 )
 
-// Serve serves e through server.Serve on a loopback port and returns its address and a stop
-// function, which shuts the server down gracefully and returns what server.Serve returned. The
-// test's cleanup stops it when the test did not.
-func Serve(t testing.TB, e *echo.Echo) (addr string, stop func() error) {
+// Serve serves h through server.Serve on a loopback port, with httpCfg (the configuration h was
+// built with: its read timeout), and returns its address and a stop function, which shuts the
+// server down gracefully and returns what server.Serve returned. The test's cleanup stops it when
+// the test did not.
+func Serve(t testing.TB, h http.Handler, httpCfg config.HTTP) (addr string, stop func() error) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -31,7 +31,7 @@ func Serve(t testing.TB, e *echo.Echo) (addr string, stop func() error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- server.Serve(ctx, e, ln, nil) }()
+	go func() { served <- server.Serve(ctx, h, ln, httpCfg, nil) }()
 	stop = sync.OnceValue(func() error { cancel(); return <-served })
 	t.Cleanup(func() { _ = stop() })
 	return ln.Addr().String(), stop

@@ -153,10 +153,10 @@ func sqliteConfig(t *testing.T, migrateOnStart bool) Config {
 	}
 }
 
-func get(t *testing.T, s *Service, target string) (int, string) {
+func get(t *testing.T, s *App, target string) (int, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	s.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+	s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
 	return rec.Code, rec.Body.String()
 }
 
@@ -189,7 +189,7 @@ func TestNewMigratesByTheRule(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			if s.Redis {
+			if s.backend.Redis != nil {
 				t.Fatal("Redis without REDIS_URL")
 			}
 			if code, body := get(t, s, "/api/chat-icons"); code != tt.status || body != tt.body {
@@ -301,5 +301,32 @@ func TestReadReplica(t *testing.T) {
 	defer s2.Close()
 	if code, body := get(t, s2, "/api/chat-icons"); code != http.StatusOK || !strings.Contains(body, `"name":"Primary"`) {
 		t.Fatalf("replica down from the start: %d %s", code, body)
+	}
+}
+
+// TestNewWithDB: New over a database the test opened answers from it and never opens
+// DATABASE_URL, and Close leaves that database open.
+func TestNewWithDB(t *testing.T) {
+	ctx := context.Background()
+	gdb, err := migrate.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "stats.db"), nil, true, reports.Migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(gdb)
+	never := filepath.Join(t.TempDir(), "never-opened.db")
+	cfg := Config{Common: config.Common{DatabaseURL: "sqlite:" + never, MigrateOnStart: true}, CDN: DefaultCDN}
+	a, err := New(ctx, cfg, nil, WithDB(gdb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get(t, a, "/api/chat-icons"); code != http.StatusOK || body != `{"servers":[],"totalServers":0}` {
+		t.Fatalf("icons: %d %s", code, body)
+	}
+	a.Close()
+	if err := db.Ping(gdb)(ctx); err != nil {
+		t.Fatalf("Close closed the database the test opened: %v", err)
+	}
+	if _, err := os.Stat(never); !os.IsNotExist(err) {
+		t.Fatalf("New opened DATABASE_URL beside WithDB: %v", err)
 	}
 }

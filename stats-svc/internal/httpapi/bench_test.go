@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/labstack/echo/v4"
-
-	"forumstats.local/shared/server"
 	"forumstats.local/stats-svc/internal/answers"
 	"forumstats.local/stats-svc/internal/cache"
 	"forumstats.local/stats-svc/internal/httpapi"
@@ -19,7 +16,7 @@ import (
 )
 
 // BenchmarkWarmHandler compares the CPU cost of a warm answer through the
-// real handler (shared middleware, parsing, L1) with a bare Echo handler
+// real handler (shared middleware, parsing, L1) with a bare net/http handler
 // writing the same bytes, without the network.
 func BenchmarkWarmHandler(b *testing.B) {
 	t := &testing.T{}
@@ -29,17 +26,19 @@ func BenchmarkWarmHandler(b *testing.B) {
 	if err := c.Refresh(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	real := server.New(server.Options{Name: "bench", Logger: log, ErrorHandler: httpapi.ErrorHandler})
-	httpapi.Register(real, c, httpapi.Options{Now: func() time.Time { return testNow }})
+	real := httpapi.New(c, httpapi.Options{Now: func() time.Time { return testNow }, Logger: log})
 	target := statsPath + "?period=day&date=2026-11-16&server=2"
 	rec := httptest.NewRecorder()
 	real.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
 	body := rec.Body.Bytes()
-	bare := echo.New()
-	bare.GET(statsPath, func(c echo.Context) error { return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body) })
+	bare := http.NewServeMux()
+	bare.HandleFunc("GET "+statsPath, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	})
 	for _, h := range []struct {
 		name string
-		e    *echo.Echo
+		e    http.Handler
 	}{{"bare", bare}, {"real", real}} {
 		b.Run(h.name, func(b *testing.B) {
 			req := httptest.NewRequest(http.MethodGet, target, nil)

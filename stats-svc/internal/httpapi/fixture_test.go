@@ -19,6 +19,7 @@ import (
 	"gorm.io/gorm"
 
 	"forumstats.local/shared/migrate"
+	"forumstats.local/shared/ratelimit"
 	"forumstats.local/shared/reports"
 	"forumstats.local/shared/testutil"
 	"forumstats.local/stats-svc/internal/answers"
@@ -238,7 +239,7 @@ func (h heldSource) Series(ctx context.Context, q query.Series, now time.Time) (
 
 var prefixSeq atomic.Int64
 
-// newStack serves the service's handler (app.Handler: shared/server's middleware and probes, the
+// newStack serves the service's handler (app.New's: shared/server's middleware and probes, the
 // API over the cache or the store, the dashboard) on a loopback port with the fixed clock.
 func newStack(t *testing.T, gdb *gorm.DB, o stackOptions) *stack {
 	t.Helper()
@@ -266,7 +267,18 @@ func newStack(t *testing.T, gdb *gorm.DB, o stackOptions) *stack {
 		}
 		reportsAPI = s.cache
 	}
-	srv := httptest.NewServer(app.Handler(log, reportsAPI, gdb, app.HandlerOptions{Now: func() time.Time { return testNow }, Limiter: o.limiter, CDN: cdn}))
+	// No limit unless the test sets one: the API tests make many requests from one address.
+	cfg := app.Config{CDN: cdn, RateLimit: ratelimit.Config{PerMinute: 1_000_000, Burst: 1_000_000}}
+	opts := []app.Option{app.WithDB(gdb), app.WithReports(reportsAPI), app.WithClock(func() time.Time { return testNow })}
+	if o.limiter != nil {
+		opts = append(opts, app.WithLimiter(o.limiter))
+	}
+	a, err := app.New(context.Background(), cfg, log, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
 	s.url = srv.URL
 	return s

@@ -1,25 +1,28 @@
 // Package httpapi serves GET and HEAD /api/chat-statistics, /api/chat-icons
-// and /api/chat-series, and writes every error body through one table.
+// and /api/chat-series and mounts the dashboard, behind shared/server's middleware and probes
+// (New), and writes every error body through one table (errors.go). It is the one package of
+// stats-svc that knows the router: it hands out an http.Handler.
 package httpapi
 
 import (
 	"context"
 	_ "embed"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"forumstats.local/shared/config"
 	"forumstats.local/shared/form"
 	"forumstats.local/shared/ratelimit"
 	"forumstats.local/shared/server"
 	"forumstats.local/stats-svc/internal/answers"
-	"forumstats.local/stats-svc/internal/cache"
 	"forumstats.local/stats-svc/internal/query"
+	"forumstats.local/stats-svc/internal/web"
 )
 
 // Reports answers the two operations (the cache, or the store directly).
@@ -34,12 +37,20 @@ type Limiter interface {
 	Allow(ctx context.Context, key string) ratelimit.Decision
 }
 
-// Options are what Register needs besides the answers.
+// Options are what New needs besides the answers.
 type Options struct {
 	// Now is the clock (time.Now in production).
 	Now func() time.Time
 	// Limiter limits the requests of each client address; nil: no limit.
 	Limiter Limiter
+	// Logger logs the requests and the unexpected errors.
+	Logger *slog.Logger
+	// HTTP is the server's configuration (config.Common.HTTP: the trusted proxies).
+	HTTP config.HTTP
+	// Ready are the checks of /readyz.
+	Ready []server.Check
+	// Dashboard is served at / and /static/* (nil: none).
+	Dashboard *web.Dashboard
 }
 
 // allowed is the Allow header of every 405: the service only reads.
@@ -50,10 +61,41 @@ type api struct {
 	now     func() time.Time
 }
 
-// Register adds the three operations and the OpenAPI document, each with and
+// New returns stats-svc's HTTP handler: shared/server's middleware and probes, the API answering
+// from reports at the clock opts.Now, the rate limit and the dashboard.
+func New(reports Reports, opts Options) http.Handler {
+	e := server.New(server.Options{
+		HTTP:         opts.HTTP,
+		Name:         "stats-svc",
+		Logger:       opts.Logger,
+		ErrorHandler: errorHandler,
+		Ready:        opts.Ready,
+	})
+	register(e, reports, opts)
+	if opts.Dashboard != nil {
+		mountDashboard(e, opts.Dashboard)
+	}
+	return e
+}
+
+// mountDashboard serves d at / (the page) and /static/* (its files), every method (d refuses
+// all but GET and HEAD); d's refusals answer through the error table like any other.
+func mountDashboard(e *echo.Echo, d *web.Dashboard) {
+	refusal := func(err error) error {
+		var r *web.Refusal
+		if errors.As(err, &r) {
+			return echo.NewHTTPError(r.Status)
+		}
+		return err
+	}
+	e.Any("/", func(c echo.Context) error { return refusal(d.Page(c.Response(), c.Request())) })
+	e.Any("/static/*", func(c echo.Context) error { return refusal(d.File(c.Response(), c.Request(), c.Param("*"))) })
+}
+
+// register adds the three operations and the OpenAPI document, each with and
 // without a trailing slash, the CORS header every response carries and the
 // per-client rate limit of every route but the probes.
-func Register(e *echo.Echo, reports Reports, opts Options) {
+func register(e *echo.Echo, reports Reports, opts Options) {
 	a := &api{reports: reports, now: opts.Now}
 	e.Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -192,84 +234,4 @@ func write(c echo.Context, status int, body []byte) error {
 	}
 	_, err := c.Response().Write(body)
 	return err
-}
-
-// errorTable maps domain errors to HTTP statuses and codes; retryAfter is the Retry-After of
-// a refusal the client may repeat, unless the error carries its own (retryError).
-var errorTable = []struct {
-	err        error
-	status     int
-	code       string
-	retryAfter time.Duration
-}{
-	{query.ErrInvalidParameters, http.StatusBadRequest, "invalid_parameters", 0},
-	{query.ErrInvalidRange, http.StatusBadRequest, "invalid_range", 0},
-	{query.ErrInvalidServer, http.StatusBadRequest, "invalid_server", 0},
-	{answers.ErrServerNotFound, http.StatusNotFound, "server_not_found", 0},
-	{errRateLimited, http.StatusTooManyRequests, "too_many_requests", time.Second},
-	// The database is reading as many uncached answers as it may: a second later it has
-	// usually finished some.
-	{cache.ErrBusy, http.StatusServiceUnavailable, "service_busy", time.Second},
-}
-
-// retryAfter is the Retry-After of err: its own wait, else its table entry's (0: none).
-func retryAfter(err error) time.Duration {
-	var re *retryError
-	if errors.As(err, &re) {
-		return re.wait
-	}
-	for _, e := range errorTable {
-		if errors.Is(err, e.err) {
-			return e.retryAfter
-		}
-	}
-	return 0
-}
-
-func classify(err error) (int, string) {
-	for _, e := range errorTable {
-		if errors.Is(err, e.err) {
-			return e.status, e.code
-		}
-	}
-	var he *echo.HTTPError
-	if errors.As(err, &he) {
-		switch {
-		case he.Code == http.StatusNotFound:
-			return http.StatusNotFound, "not_found"
-		case he.Code == http.StatusMethodNotAllowed:
-			return http.StatusMethodNotAllowed, "method_not_allowed"
-		case he.Code == http.StatusRequestURITooLong:
-			return he.Code, "uri_too_long" // shared/server's head limits
-		case he.Code == http.StatusRequestHeaderFieldsTooLarge:
-			return he.Code, "request_header_fields_too_large"
-		case he.Code >= 400 && he.Code < 500:
-			// Middleware refusals (413 and the like): the status's own name.
-			return he.Code, strings.ToLower(strings.ReplaceAll(http.StatusText(he.Code), " ", "_"))
-		}
-	}
-	return http.StatusInternalServerError, "internal_error"
-}
-
-// ErrorHandler writes every error as {"error": code}; an unexpected error is
-// logged with the request ID and never shown to the client.
-func ErrorHandler(err error, c echo.Context) {
-	if c.Response().Committed {
-		return
-	}
-	status, code := classify(err)
-	if status == http.StatusInternalServerError {
-		server.Logger(c).Error("request failed", "err", err)
-	}
-	h := c.Response().Header()
-	h.Set(echo.HeaderAccessControlAllowOrigin, "*")
-	if status == http.StatusMethodNotAllowed {
-		h.Set(echo.HeaderAllow, allowed)
-	}
-	if wait := retryAfter(err); wait > 0 {
-		h.Set(echo.HeaderRetryAfter, strconv.FormatInt(int64(max(wait.Round(time.Second), time.Second)/time.Second), 10))
-	}
-	if err := write(c, status, []byte(`{"error":"`+code+`"}`)); err != nil {
-		server.Logger(c).Debug("write error response", "err", err)
-	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"forumstats.local/shared/server"
+	"forumstats.local/shared/config"
 	"forumstats.local/shared/server/servertest"
 	"forumstats.local/stats-svc/internal/answers"
 	"forumstats.local/stats-svc/internal/httpapi"
@@ -18,9 +18,9 @@ import (
 // uri_too_long and 431 request_header_fields_too_large as JSON, over the real http.Server of
 // shared/server (net/http would otherwise answer plain text before any handler).
 func TestOversizedRequestHead(t *testing.T) {
-	e := server.New(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ErrorHandler: httpapi.ErrorHandler})
-	httpapi.Register(e, store.New(pgDB(t), answers.Links{CDN: cdn}), httpapi.Options{Now: func() time.Time { return testNow }})
-	addr, _ := servertest.Serve(t, e)
+	h := httpapi.New(store.New(pgDB(t), answers.Links{CDN: cdn}), httpapi.Options{Now: func() time.Time { return testNow },
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	addr, _ := servertest.Serve(t, h, config.HTTP{})
 	for _, tt := range []struct {
 		name, method, target, headers string
 		status                        int

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"forumstats.local/shared/ratelimit"
-	"forumstats.local/shared/server"
 	"forumstats.local/stats-svc/internal/answers"
 	"forumstats.local/stats-svc/internal/cache"
 	"forumstats.local/stats-svc/internal/httpapi"
@@ -41,10 +40,10 @@ func (f fixedReports) Series(context.Context, query.Series, time.Time) (answers.
 // Each client address has its bucket (here 2 requests, then one a second); past it every route
 // but the probes answers 429 too_many_requests with Retry-After in the envelope.
 func TestRateLimitPerClient(t *testing.T) {
-	e := server.New(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ErrorHandler: httpapi.ErrorHandler})
 	now := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 	limiter := ratelimit.NewLocal(ratelimit.Config{PerMinute: 60, Burst: 2}, func() time.Time { return now })
-	httpapi.Register(e, fixedReports{}, httpapi.Options{Now: func() time.Time { return testNow }, Limiter: limiter})
+	e := httpapi.New(fixedReports{}, httpapi.Options{Now: func() time.Time { return testNow }, Limiter: limiter,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	for i, tt := range []struct {
 		client, method, path string
 		status               int
@@ -91,8 +90,8 @@ func TestRateLimitPerClient(t *testing.T) {
 
 // An uncached answer refused by the bound on cold reads is 503 service_busy with Retry-After.
 func TestBusyIsServiceUnavailable(t *testing.T) {
-	e := server.New(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ErrorHandler: httpapi.ErrorHandler})
-	httpapi.Register(e, fixedReports{err: cache.ErrBusy}, httpapi.Options{Now: func() time.Time { return testNow }})
+	e := httpapi.New(fixedReports{err: cache.ErrBusy}, httpapi.Options{Now: func() time.Time { return testNow },
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	for _, path := range []string{statsPath, iconsPath, seriesPath + "?from=2026-11-01&to=2026-11-02"} {
 		for _, method := range []string{"GET", "HEAD"} {
 			rec := httptest.NewRecorder()

@@ -8,8 +8,6 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
-
-	"github.com/labstack/echo/v4"
 )
 
 //go:embed static
@@ -36,51 +34,72 @@ func ContentSecurityPolicy(cdn string) string {
 		"; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 }
 
-// Register serves GET and HEAD / (the page) and /static/* (its script, styles and library); any
-// other method answers 405 through the service's error handler. Every answer carries the
-// Content-Security-Policy, Referrer-Policy no-referrer (the page's links to the CDN tell it
-// nothing of where they were followed from) and X-Content-Type-Options nosniff (a file is only
-// ever what its Content-Type says).
-func Register(e *echo.Echo, opts Options) {
+// Dashboard is the page and its files, served by the service's HTTP layer (httpapi mounts it at
+// / and /static/*), which also answers its refusals (*Refusal) in the service's JSON envelope.
+type Dashboard struct {
+	sub   fs.FS
+	files http.Handler
+	csp   string
+}
+
+// New returns the dashboard for opts.
+func New(opts Options) *Dashboard {
 	sub, err := fs.Sub(static, "static")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
 	}
-	files := http.FileServer(http.FS(sub))
-	csp := ContentSecurityPolicy(opts.CDN)
-	serve := func(c echo.Context) error {
-		h := c.Response().Header()
-		h.Set("Content-Security-Policy", csp)
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set(echo.HeaderXContentTypeOptions, "nosniff")
-		switch c.Request().Method {
-		case http.MethodGet, http.MethodHead:
-		default:
-			return echo.ErrMethodNotAllowed
-		}
-		r := c.Request().Clone(c.Request().Context())
-		if c.Path() == "/" {
-			r.URL.Path = "/"
-		} else {
-			// Only files: a missing one or a directory is the service's JSON 404, never
-			// the file server's text or listing.
-			name := c.Param("*")
-			if st, err := fs.Stat(sub, name); err != nil || st.IsDir() || name == "index.html" {
-				return echo.ErrNotFound
-			}
-			r.URL.Path = "/" + name
-		}
-		c.Response().Header().Set("Cache-Control", "public, max-age=60")
-		w := &refusals{ResponseWriter: c.Response()}
-		files.ServeHTTP(w, r)
-		if w.status != 0 {
-			c.Response().Header().Del("Cache-Control")
-			return echo.NewHTTPError(w.status)
-		}
-		return nil
+	return &Dashboard{sub: sub, files: http.FileServer(http.FS(sub)), csp: ContentSecurityPolicy(opts.CDN)}
+}
+
+// Refusal is a request the dashboard does not answer itself: its HTTP status (404, 405, or the
+// file server's 412 and 416), for the service's error handler to answer.
+type Refusal struct{ Status int }
+
+func (r *Refusal) Error() string { return "dashboard: " + http.StatusText(r.Status) }
+
+// Page answers GET and HEAD of the page, any other method with a 405 Refusal.
+func (d *Dashboard) Page(w http.ResponseWriter, r *http.Request) error {
+	return d.serve(w, r, true, "")
+}
+
+// File answers GET and HEAD of the file name (its path under /static/), any other method with a
+// 405 Refusal. Only files: a missing one, a directory (the empty name included) or the page's
+// index.html is a 404 Refusal, the service's JSON 404, never the file server's text or listing.
+func (d *Dashboard) File(w http.ResponseWriter, r *http.Request, name string) error {
+	return d.serve(w, r, false, name)
+}
+
+// serve answers the page or the file name. Every answer carries the Content-Security-Policy,
+// Referrer-Policy no-referrer (the page's links to the CDN tell it nothing of where they were
+// followed from) and X-Content-Type-Options nosniff (a file is only ever what its Content-Type
+// says), refusals included.
+func (d *Dashboard) serve(w http.ResponseWriter, r *http.Request, page bool, name string) error {
+	h := w.Header()
+	h.Set("Content-Security-Policy", d.csp)
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Content-Type-Options", "nosniff")
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+	default:
+		return &Refusal{http.StatusMethodNotAllowed}
 	}
-	e.Any("/", serve)
-	e.Any("/static/*", serve)
+	r = r.Clone(r.Context())
+	if page {
+		r.URL.Path = "/"
+	} else {
+		if st, err := fs.Stat(d.sub, name); err != nil || st.IsDir() || name == "index.html" {
+			return &Refusal{http.StatusNotFound}
+		}
+		r.URL.Path = "/" + name
+	}
+	h.Set("Cache-Control", "public, max-age=60")
+	rw := &refusals{ResponseWriter: w}
+	d.files.ServeHTTP(rw, r)
+	if rw.status != 0 {
+		h.Del("Cache-Control")
+		return &Refusal{rw.status}
+	}
+	return nil
 }
 
 // refusals holds back the file server's refusals (412 for an If-Match, 416 for a Range outside

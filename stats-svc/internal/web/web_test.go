@@ -33,7 +33,6 @@ import (
 	"forumstats.local/shared/db"
 	"forumstats.local/shared/migrate"
 	"forumstats.local/shared/reports"
-	"forumstats.local/shared/server"
 	"forumstats.local/stats-svc/internal/answers"
 	"forumstats.local/stats-svc/internal/httpapi"
 	"forumstats.local/stats-svc/internal/store"
@@ -379,10 +378,9 @@ func TestDashboardInChromium(t *testing.T) {
 	month := reports.MonthOf(time.Now())
 
 	const cdn = "http://127.0.0.1:1" // nothing listens there: every icon fails to load
-	e := server.New(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ErrorHandler: httpapi.ErrorHandler})
-	httpapi.Register(e, store.New(gdb, answers.Links{CDN: cdn}), httpapi.Options{Now: time.Now})
-	web.Register(e, web.Options{CDN: cdn})
-	rec := &recorder{h: e}
+	h := httpapi.New(store.New(gdb, answers.Links{CDN: cdn}), httpapi.Options{Now: time.Now,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Dashboard: web.New(web.Options{CDN: cdn})})
+	rec := &recorder{h: h}
 	srv := httptest.NewServer(rec)
 	t.Cleanup(srv.Close)
 
@@ -1037,9 +1035,9 @@ func evaluate[T any](t *testing.T, ctx context.Context, expr string) T {
 
 // The page and its files are GET/HEAD only; anything else is the service's JSON error.
 func TestRoutes(t *testing.T) {
-	e := server.New(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ErrorHandler: httpapi.ErrorHandler})
-	web.Register(e, web.Options{CDN: "https://cdn.example"})
-	srv := httptest.NewServer(e)
+	h := httpapi.New(nil, httpapi.Options{Now: time.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Dashboard: web.New(web.Options{CDN: "https://cdn.example"})})
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	for _, tt := range []struct {
 		method, path string
@@ -1054,6 +1052,7 @@ func TestRoutes(t *testing.T) {
 		{"GET", "/static/vendor/uplot/LICENSE", [2]string{}, 200, "MIT", "text/plain"},
 		{"GET", "/static/nope.js", [2]string{}, 404, `{"error":"not_found"}`, "application/json"},
 		{"GET", "/static/vendor/", [2]string{}, 404, `{"error":"not_found"}`, "application/json"},
+		{"GET", "/static/", [2]string{}, 404, `{"error":"not_found"}`, "application/json"},
 		{"GET", "/static/index.html", [2]string{}, 404, `{"error":"not_found"}`, "application/json"},
 		{"POST", "/", [2]string{}, 405, `{"error":"method_not_allowed"}`, "application/json"},
 		{"DELETE", "/static/app.js", [2]string{}, 405, `{"error":"method_not_allowed"}`, "application/json"},

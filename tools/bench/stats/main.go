@@ -7,7 +7,7 @@
 //     most 100 ms;
 //  2. cold series: the median of -cold all-servers 366-day series (/api/chat-series), each a
 //     different window, is at most 100 ms;
-//  3. warm cache: stats-svc's requests/s are at least 60 % of those of a bare Echo handler
+//  3. warm cache: stats-svc's requests/s are at least 60 % of those of a bare net/http handler
 //     writing the same bytes (the ceiling), measured side by side in alternating slices with the
 //     same clients.
 //
@@ -24,7 +24,7 @@
 // printed beside this one's: the machine's drift (10–40 % within a minute) hits them alike.
 //
 // The ceiling runs as a process of its own too: this command started again as
-// `stats bare ADDR PATH FILE` serves FILE's bytes at PATH with a bare Echo.
+// `stats bare ADDR PATH FILE` serves FILE's bytes at PATH with a bare net/http handler.
 package main
 
 import (

@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/labstack/echo/v4"
-
 	"forumstats.local/shared/reports"
 	"forumstats.local/tools/stack"
 )
@@ -46,7 +44,7 @@ type warmRun struct {
 	target    string
 	bytes     int
 	real      float64 // stats-svc, requests/s
-	bare      float64 // the bare Echo ceiling, requests/s
+	bare      float64 // the bare net/http ceiling, requests/s
 	slices    int
 	sliceTime time.Duration
 }
@@ -131,7 +129,7 @@ func timeWindows(ctx context.Context, client *http.Client, e *benchEnv, o option
 // seriesDays is the longest series the API serves.
 const seriesDays = 366
 
-// measureWarm compares stats-svc with a bare Echo process writing the same bytes: both warmed,
+// measureWarm compares stats-svc with a bare net/http process writing the same bytes: both warmed,
 // then alternate slices of a second each for o.duration, so that a burst of load from elsewhere on
 // the machine hits both alike.
 func measureWarm(ctx context.Context, client *http.Client, svcURL, target string, o options) (warmRun, error) {
@@ -186,7 +184,7 @@ func startBare(target string, body []byte) (*stack.Service, error) {
 		return nil, err
 	}
 	path, _, _ := strings.Cut(target, "?")
-	p, err := stack.StartProc("bare-echo", self, nil, bareCommand, addr, path, file)
+	p, err := stack.StartProc("bare-http", self, nil, bareCommand, addr, path, file)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +196,8 @@ func startBare(target string, body []byte) (*stack.Service, error) {
 	return s, nil
 }
 
-// serveBare is the ceiling: a bare Echo writing FILE's bytes at PATH on ADDR, until terminated.
+// serveBare is the ceiling: a bare net/http handler writing FILE's bytes at PATH on ADDR, until
+// terminated.
 func serveBare(args []string) error {
 	if len(args) != 3 {
 		return fmt.Errorf("usage: %s ADDR PATH FILE", bareCommand)
@@ -208,10 +207,13 @@ func serveBare(args []string) error {
 	if err != nil {
 		return err
 	}
-	e := echo.New()
-	e.HideBanner, e.HidePort = true, true
-	e.GET(path, func(c echo.Context) error { return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, body) })
-	return e.Start(addr)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+path, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	})
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	return srv.ListenAndServe()
 }
 
 func newClient(conns int) *http.Client {

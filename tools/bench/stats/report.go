@@ -13,7 +13,7 @@ import (
 const (
 	maxColdMedian   = 100 * time.Millisecond // all servers, 31-day range, cold cache
 	maxSeriesMedian = 100 * time.Millisecond // all servers, 366-day series, cold cache
-	minWarmRatio    = 0.60                   // stats-svc requests/s ÷ the bare Echo's
+	minWarmRatio    = 0.60                   // stats-svc requests/s ÷ the bare net/http handler's
 )
 
 // report turns the results into the figures, each beside its target.
@@ -47,9 +47,9 @@ func report(e *benchEnv, r results, o options) *bench.Report {
 		rep.Add("compared: "+c.name+": cold series median", ms(medianOf(c.series)), "this build ÷ it: "+ratio(r.series, c.series), true)
 	}
 	for _, w := range r.warm {
-		rep.Add("warm, "+w.label+": requests/s", fmt.Sprintf("stats-svc %.0f", w.real), fmt.Sprintf("bare Echo %.0f", w.bare), true)
+		rep.Add("warm, "+w.label+": requests/s", fmt.Sprintf("stats-svc %.0f", w.real), fmt.Sprintf("bare net/http %.0f", w.bare), true)
 		ratio := w.real / w.bare
-		rep.Add("warm, "+w.label+": stats-svc/bare Echo", fmt.Sprintf("%.0f %%", 100*ratio),
+		rep.Add("warm, "+w.label+": stats-svc/bare net/http", fmt.Sprintf("%.0f %%", 100*ratio),
 			fmt.Sprintf("≥ %.0f %%", 100*minWarmRatio), ratio >= minWarmRatio)
 	}
 	return rep
