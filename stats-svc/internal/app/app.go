@@ -44,6 +44,8 @@ const (
 	DefaultRateLimit = 600
 	// DefaultColdWait is COLD_QUERY_WAIT's default.
 	DefaultColdWait = time.Second
+	// DefaultStaleIfError is STALE_IF_ERROR's default.
+	DefaultStaleIfError = cache.DefaultStaleIfError
 )
 
 // Config is stats-svc's configuration.
@@ -62,10 +64,13 @@ type Config struct {
 	// 503 service_busy (COLD_QUERY_WAIT).
 	ColdLimit int
 	ColdWait  time.Duration
+	// StaleIfError is how long past its validity a cached answer is still served while the
+	// database is unreachable (STALE_IF_ERROR; 0: never).
+	StaleIfError time.Duration
 }
 
 // LoadConfig reads the environment: the common variables, CDN_BASE_URL, DATABASE_READ_URL,
-// RATE_LIMIT_PER_MINUTE, RATE_LIMIT_BURST, COLD_QUERY_LIMIT and COLD_QUERY_WAIT.
+// RATE_LIMIT_PER_MINUTE, RATE_LIMIT_BURST, COLD_QUERY_LIMIT, COLD_QUERY_WAIT and STALE_IF_ERROR.
 func LoadConfig() (Config, error) {
 	common, err := config.LoadCommon(DefaultAddr, DefaultDatabaseURL)
 	if err != nil {
@@ -101,13 +106,28 @@ func LoadConfig() (Config, error) {
 	if wait <= 0 || wait > time.Minute {
 		return Config{}, fmt.Errorf("COLD_QUERY_WAIT must be above 0 and at most 1m, not %v", wait)
 	}
+	stale, err := config.Duration("STALE_IF_ERROR", DefaultStaleIfError)
+	if err != nil {
+		return Config{}, err
+	}
+	if stale < 0 || stale > 7*24*time.Hour {
+		return Config{}, fmt.Errorf("STALE_IF_ERROR must be 0 (never) to 168h, not %v", stale)
+	}
 	return Config{Common: common, CDN: cdn, DatabaseReadURL: config.String("DATABASE_READ_URL", ""),
-		RateLimit: rl, ColdLimit: cold, ColdWait: wait}, nil
+		RateLimit: rl, ColdLimit: cold, ColdWait: wait, StaleIfError: stale}, nil
 }
 
 // defaultBurst is RATE_LIMIT_BURST's default: a sixth of the minute's allowance (100 at the
 // default 600), so that a dashboard and a few reloads go through at once, at least 1.
 func defaultBurst(perMinute int) int { return max(perMinute/6, 1) }
+
+// staleOption is the cache's StaleIfError for STALE_IF_ERROR: 0 (never) is the cache's negative.
+func staleOption(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
 
 // coldLimit is the bound on answers read from the database at once: configured, or half of the
 // database pool (25 connections on PostgreSQL: 12; SQLite's one: 1), which leaves the other
@@ -174,10 +194,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
 	st := store.New(gdb, answers.Links{CDN: cfg.CDN})
 	st.RouteReads(reads)
 	c := cache.New(st, rc, cache.Options{
-		Logger:    log,
-		KeyPrefix: cacheKeyPrefix(cfg.DatabaseURL, cfg.CDN),
-		ColdLimit: coldLimit(cfg.ColdLimit, gdb),
-		ColdWait:  cfg.ColdWait,
+		Logger:       log,
+		KeyPrefix:    cacheKeyPrefix(cfg.DatabaseURL, cfg.CDN),
+		ColdLimit:    coldLimit(cfg.ColdLimit, gdb),
+		ColdWait:     cfg.ColdWait,
+		StaleIfError: staleOption(cfg.StaleIfError),
 	})
 	if err := c.Refresh(ctx); err != nil {
 		log.Warn("cannot read the data generation yet", "err", err)
@@ -198,7 +219,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
 		// Shared by the replicas; the in-process buckets serve while Redis fails.
 		limiter = ratelimit.NewRedis(rc, RateLimitKeyPrefix, rl, log)
 	}
-	s.Handler = Handler(log, c, gdb, HandlerOptions{Now: time.Now, Limiter: limiter, CDN: cfg.CDN, HTTP: cfg.HTTP})
+	s.Handler = Handler(log, c, gdb, HandlerOptions{Now: time.Now, Limiter: limiter, CDN: cfg.CDN, HTTP: cfg.HTTP, StaleIfError: cfg.StaleIfError})
 	s.registerChatMetrics(gdb, reads, log)
 	return s, nil
 }
@@ -213,6 +234,8 @@ type HandlerOptions struct {
 	CDN string
 	// HTTP is the server's configuration (read timeout, trusted proxies).
 	HTTP config.HTTP
+	// StaleIfError is announced in every answer's Cache-Control (0: not announced).
+	StaleIfError time.Duration
 }
 
 // Handler is the service's HTTP handler: shared/server's middleware and probes (/readyz pings
@@ -230,7 +253,7 @@ func Handler(log *slog.Logger, source httpapi.Reports, database *gorm.DB, opts H
 		// while it is down.
 		Ready: []server.Check{{Name: "database", Fn: db.Ping(database)}},
 	})
-	httpapi.Register(e, source, httpapi.Options{Now: opts.Now, Limiter: opts.Limiter})
+	httpapi.Register(e, source, httpapi.Options{Now: opts.Now, Limiter: opts.Limiter, StaleIfError: opts.StaleIfError})
 	web.Register(e, web.Options{CDN: opts.CDN}) // the dashboard at /
 	return e
 }

@@ -204,7 +204,12 @@ type stackOptions struct {
 	// first sends on entered (when set and ready).
 	hold    <-chan struct{}
 	entered chan<- struct{}
+	// now is the clock (nil: testNow).
+	now func() time.Time
 }
+
+// staleIfError is the window the stacks serve stale answers in and announce.
+const staleIfError = 24 * time.Hour
 
 // heldSource is the store with every answer held until hold is closed.
 type heldSource struct {
@@ -253,7 +258,7 @@ func newStack(t *testing.T, gdb *gorm.DB, o stackOptions) *stack {
 		if o.hold != nil {
 			src = heldSource{Store: st, hold: o.hold, entered: o.entered}
 		}
-		s.cache = cache.New(src, o.redis, cache.Options{KeyPrefix: prefix, Poll: o.poll, Logger: log, ColdLimit: o.coldLimit, ColdWait: o.coldWait})
+		s.cache = cache.New(src, o.redis, cache.Options{KeyPrefix: prefix, Poll: o.poll, Logger: log, ColdLimit: o.coldLimit, ColdWait: o.coldWait, StaleIfError: staleIfError})
 		if err := s.cache.Refresh(context.Background()); err != nil {
 			t.Fatalf("refresh generation: %v", err)
 		}
@@ -266,7 +271,11 @@ func newStack(t *testing.T, gdb *gorm.DB, o stackOptions) *stack {
 		}
 		reportsAPI = s.cache
 	}
-	srv := httptest.NewServer(app.Handler(log, reportsAPI, gdb, app.HandlerOptions{Now: func() time.Time { return testNow }, Limiter: o.limiter, CDN: cdn}))
+	now := o.now
+	if now == nil {
+		now = func() time.Time { return testNow }
+	}
+	srv := httptest.NewServer(app.Handler(log, reportsAPI, gdb, app.HandlerOptions{Now: now, Limiter: o.limiter, CDN: cdn, StaleIfError: staleIfError}))
 	t.Cleanup(srv.Close)
 	s.url = srv.URL
 	return s
