@@ -46,6 +46,8 @@ const (
 	DefaultColdWait = time.Second
 	// DefaultStaleIfError is STALE_IF_ERROR's default.
 	DefaultStaleIfError = cache.DefaultStaleIfError
+	// DefaultCacheMaxTTL is CACHE_MAX_TTL's default.
+	DefaultCacheMaxTTL = 10 * time.Minute
 )
 
 // Config is stats-svc's configuration.
@@ -67,10 +69,13 @@ type Config struct {
 	// StaleIfError is how long past its validity a cached answer is still served while the
 	// database is unreachable (STALE_IF_ERROR; 0: never).
 	StaleIfError time.Duration
+	// CacheMaxTTL caps how long a cached answer is served fresh (CACHE_MAX_TTL).
+	CacheMaxTTL time.Duration
 }
 
 // LoadConfig reads the environment: the common variables, CDN_BASE_URL, DATABASE_READ_URL,
-// RATE_LIMIT_PER_MINUTE, RATE_LIMIT_BURST, COLD_QUERY_LIMIT, COLD_QUERY_WAIT and STALE_IF_ERROR.
+// RATE_LIMIT_PER_MINUTE, RATE_LIMIT_BURST, COLD_QUERY_LIMIT, COLD_QUERY_WAIT, STALE_IF_ERROR and
+// CACHE_MAX_TTL.
 func LoadConfig() (Config, error) {
 	common, err := config.LoadCommon(DefaultAddr, DefaultDatabaseURL)
 	if err != nil {
@@ -113,8 +118,15 @@ func LoadConfig() (Config, error) {
 	if stale < 0 || stale > 7*24*time.Hour {
 		return Config{}, fmt.Errorf("STALE_IF_ERROR must be 0 (never) to 168h, not %v", stale)
 	}
+	ttl, err := config.Duration("CACHE_MAX_TTL", DefaultCacheMaxTTL)
+	if err != nil {
+		return Config{}, err
+	}
+	if ttl < time.Second || ttl > time.Hour {
+		return Config{}, fmt.Errorf("CACHE_MAX_TTL must be 1s to 1h, not %v", ttl)
+	}
 	return Config{Common: common, CDN: cdn, DatabaseReadURL: config.String("DATABASE_READ_URL", ""),
-		RateLimit: rl, ColdLimit: cold, ColdWait: wait, StaleIfError: stale}, nil
+		RateLimit: rl, ColdLimit: cold, ColdWait: wait, StaleIfError: stale, CacheMaxTTL: ttl}, nil
 }
 
 // defaultBurst is RATE_LIMIT_BURST's default: a sixth of the minute's allowance (100 at the
@@ -199,6 +211,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
 		ColdLimit:    coldLimit(cfg.ColdLimit, gdb),
 		ColdWait:     cfg.ColdWait,
 		StaleIfError: staleOption(cfg.StaleIfError),
+		MaxTTL:       cfg.CacheMaxTTL,
 	})
 	if err := c.Refresh(ctx); err != nil {
 		log.Warn("cannot read the data generation yet", "err", err)

@@ -86,6 +86,26 @@ func TestLoadConfigLimits(t *testing.T) {
 	}
 }
 
+// CACHE_MAX_TTL: ten minutes by default, 1s to 1h.
+func TestLoadConfigCacheMaxTTL(t *testing.T) {
+	for _, tt := range []struct {
+		env  string
+		want time.Duration
+		err  bool
+	}{
+		{"", 10 * time.Minute, false},
+		{"2s", 2 * time.Second, false},
+		{"0s", 0, true},
+		{"2h", 0, true},
+	} {
+		t.Setenv("CACHE_MAX_TTL", tt.env)
+		cfg, err := LoadConfig()
+		if tt.err != (err != nil) || (err != nil && !strings.Contains(err.Error(), "CACHE_MAX_TTL")) || cfg.CacheMaxTTL != tt.want {
+			t.Errorf("%q: %v %v, want %v (error: %v)", tt.env, cfg.CacheMaxTTL, err, tt.want, tt.err)
+		}
+	}
+}
+
 // STALE_IF_ERROR: a day by default, 0 turns it off (the cache's negative), bounded to a week.
 func TestLoadConfigStaleIfError(t *testing.T) {
 	for _, tt := range []struct {
