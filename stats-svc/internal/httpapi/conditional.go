@@ -48,15 +48,21 @@ func (a *api) answerCSV(c echo.Context, ans answers.Answer, exp exporter, now ti
 	if tag == "" {
 		tag = answers.Tag(ans.Body)
 	}
-	if a.validators(c, ans, csvTag(tag), now) {
+	tag = csvTag(tag)
+	if a.validators(c, ans, tag, now) {
 		return nil
 	}
-	name, table, err := exp(ans.Body)
-	if err != nil {
-		return err // a body the service wrote itself that does not decode: a 500, logged
+	e, ok := a.csv.get(tag)
+	if !ok {
+		name, table, err := exp(ans.Body)
+		if err != nil {
+			return err // a body the service wrote itself that does not decode: a 500, logged
+		}
+		e = csvEntry{filename: name, body: export.CSV(table)}
+		a.csv.put(tag, e)
 	}
-	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
-	return writeAs(c, http.StatusOK, "text/csv; charset=utf-8", export.CSV(table))
+	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="`+e.filename+`"`)
+	return writeAs(c, http.StatusOK, "text/csv; charset=utf-8", e.body)
 }
 
 // validators sets the ETag, Cache-Control and, on an answer served stale because the database

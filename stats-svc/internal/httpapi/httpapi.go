@@ -53,13 +53,17 @@ type api struct {
 	reports      Reports
 	now          func() time.Time
 	staleIfError time.Duration
+	csv          *csvMemo
 }
+
+// csvMemoBytes bounds the rendered CSVs kept (csvMemo).
+const csvMemoBytes = 32 << 20
 
 // Register adds the three operations and the OpenAPI document, each with and
 // without a trailing slash, the CORS header every response carries and the
 // per-client rate limit of every route but the probes.
 func Register(e *echo.Echo, reports Reports, opts Options) {
-	a := &api{reports: reports, now: opts.Now, staleIfError: opts.StaleIfError}
+	a := &api{reports: reports, now: opts.Now, staleIfError: opts.StaleIfError, csv: newCSVMemo(csvMemoBytes)}
 	e.Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			c.Response().Header().Set(echo.HeaderAccessControlAllowOrigin, "*")
