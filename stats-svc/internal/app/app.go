@@ -48,6 +48,8 @@ const (
 	DefaultStaleIfError = cache.DefaultStaleIfError
 	// DefaultCacheMaxTTL is CACHE_MAX_TTL's default.
 	DefaultCacheMaxTTL = 10 * time.Minute
+	// DefaultDatabaseReadTimeout is DATABASE_READ_TIMEOUT's default.
+	DefaultDatabaseReadTimeout = 10 * time.Second
 )
 
 // Config is stats-svc's configuration.
@@ -71,11 +73,14 @@ type Config struct {
 	StaleIfError time.Duration
 	// CacheMaxTTL caps how long a cached answer is served fresh (CACHE_MAX_TTL).
 	CacheMaxTTL time.Duration
+	// DatabaseReadTimeout bounds every read of an answer (DATABASE_READ_TIMEOUT): past it the
+	// database counts as unreachable.
+	DatabaseReadTimeout time.Duration
 }
 
 // LoadConfig reads the environment: the common variables, CDN_BASE_URL, DATABASE_READ_URL,
-// RATE_LIMIT_PER_MINUTE, RATE_LIMIT_BURST, COLD_QUERY_LIMIT, COLD_QUERY_WAIT, STALE_IF_ERROR and
-// CACHE_MAX_TTL.
+// RATE_LIMIT_PER_MINUTE, RATE_LIMIT_BURST, COLD_QUERY_LIMIT, COLD_QUERY_WAIT, STALE_IF_ERROR,
+// CACHE_MAX_TTL and DATABASE_READ_TIMEOUT.
 func LoadConfig() (Config, error) {
 	common, err := config.LoadCommon(DefaultAddr, DefaultDatabaseURL)
 	if err != nil {
@@ -125,8 +130,16 @@ func LoadConfig() (Config, error) {
 	if ttl < time.Second || ttl > time.Hour {
 		return Config{}, fmt.Errorf("CACHE_MAX_TTL must be 1s to 1h, not %v", ttl)
 	}
+	readTimeout, err := config.Duration("DATABASE_READ_TIMEOUT", DefaultDatabaseReadTimeout)
+	if err != nil {
+		return Config{}, err
+	}
+	if readTimeout < 100*time.Millisecond || readTimeout > 5*time.Minute {
+		return Config{}, fmt.Errorf("DATABASE_READ_TIMEOUT must be 100ms to 5m, not %v", readTimeout)
+	}
 	return Config{Common: common, CDN: cdn, DatabaseReadURL: config.String("DATABASE_READ_URL", ""),
-		RateLimit: rl, ColdLimit: cold, ColdWait: wait, StaleIfError: stale, CacheMaxTTL: ttl}, nil
+		RateLimit: rl, ColdLimit: cold, ColdWait: wait, StaleIfError: stale, CacheMaxTTL: ttl,
+		DatabaseReadTimeout: readTimeout}, nil
 }
 
 // defaultBurst is RATE_LIMIT_BURST's default: a sixth of the minute's allowance (100 at the
@@ -212,6 +225,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Service, error) {
 		ColdWait:     cfg.ColdWait,
 		StaleIfError: staleOption(cfg.StaleIfError),
 		MaxTTL:       cfg.CacheMaxTTL,
+		ReadTimeout:  cfg.DatabaseReadTimeout,
 	})
 	if err := c.Refresh(ctx); err != nil {
 		log.Warn("cannot read the data generation yet", "err", err)

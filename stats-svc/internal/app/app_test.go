@@ -106,6 +106,27 @@ func TestLoadConfigCacheMaxTTL(t *testing.T) {
 	}
 }
 
+// DATABASE_READ_TIMEOUT: ten seconds by default, 100ms to 5m.
+func TestLoadConfigDatabaseReadTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		env  string
+		want time.Duration
+		err  bool
+	}{
+		{"", 10 * time.Second, false},
+		{"500ms", 500 * time.Millisecond, false},
+		{"10ms", 0, true},
+		{"6m", 0, true},
+		{"ten", 0, true},
+	} {
+		t.Setenv("DATABASE_READ_TIMEOUT", tt.env)
+		cfg, err := LoadConfig()
+		if tt.err != (err != nil) || (err != nil && !strings.Contains(err.Error(), "DATABASE_READ_TIMEOUT")) || cfg.DatabaseReadTimeout != tt.want {
+			t.Errorf("%q: %v %v, want %v (error: %v)", tt.env, cfg.DatabaseReadTimeout, err, tt.want, tt.err)
+		}
+	}
+}
+
 // STALE_IF_ERROR: a day by default, 0 turns it off (the cache's negative), bounded to a week.
 func TestLoadConfigStaleIfError(t *testing.T) {
 	for _, tt := range []struct {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -83,6 +84,11 @@ type Options struct {
 	ColdLimit int
 	// ColdWait is how long a miss waits for a turn under ColdLimit (default 1 s).
 	ColdWait time.Duration
+	// ReadTimeout bounds every read of the source (default 10 s): a database that stops
+	// answering without refusing (a lost network, a stopped process) fails the read then,
+	// as unreachable, instead of holding every request of the answer until the kernel gives up
+	// the connection.
+	ReadTimeout time.Duration
 	// StaleIfError is how long past its validity an answer is still served while the database
 	// is unreachable or busy (default 24 h; negative: never). L1 keeps its copies within its
 	// bound; Redis keeps one copy per key, whatever the generation, for that long.
@@ -124,6 +130,9 @@ func New(src Source, rdb *redis.Client, opts Options) *Cache {
 	}
 	if opts.ColdWait <= 0 {
 		opts.ColdWait = time.Second
+	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = 10 * time.Second
 	}
 	if opts.StaleIfError == 0 {
 		opts.StaleIfError = DefaultStaleIfError
@@ -194,7 +203,7 @@ func (c *Cache) guild(ctx context.Context, server string) (string, error) {
 				return nil, err
 			}
 			defer release()
-			cat, err := c.src.Catalog(ctx)
+			cat, err := readWithin(ctx, c.opts.ReadTimeout, c.src.Catalog)
 			if err != nil {
 				return nil, err
 			}
@@ -268,7 +277,7 @@ func (c *Cache) get(ctx context.Context, key string, now time.Time, load func(co
 		if err != nil {
 			return c.stale(ctx, key, now, err)
 		}
-		a, err := load(ctx)
+		a, err := readWithin(ctx, c.opts.ReadTimeout, load)
 		release()
 		if err != nil {
 			return c.stale(ctx, key, now, err)
@@ -284,6 +293,19 @@ func (c *Cache) get(ctx context.Context, key string, now time.Time, load func(co
 		return answers.Answer{}, err
 	}
 	return v.(answers.Answer), nil
+}
+
+// readWithin runs one read of the source within timeout. A read that runs out of it is the
+// database unreachable (answers.ErrDatabaseUnavailable), whatever the source made of it: the
+// database did not answer in time.
+func readWithin[T any](ctx context.Context, timeout time.Duration, fn func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	a, err := fn(ctx)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, answers.ErrDatabaseUnavailable) {
+		err = fmt.Errorf("%w: no answer within %v: %w", answers.ErrDatabaseUnavailable, timeout, err)
+	}
+	return a, err
 }
 
 // staleAllowed reports whether err lets a stale copy answer: the database is unreachable, or

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"forumstats.local/stats-svc/internal/answers"
+	"forumstats.local/stats-svc/internal/query"
 )
 
 var errDown = fmt.Errorf("%w: dial tcp 127.0.0.1:5432: connect: connection refused", answers.ErrDatabaseUnavailable)
@@ -171,5 +172,48 @@ func TestL1KeepsOldGenerationWithinBound(t *testing.T) {
 	}
 	if total != l.bytes {
 		t.Fatalf("bytes %d, entries hold %d", l.bytes, total)
+	}
+}
+
+// hangingSource is countingSource whose reads, once hang is set, never answer: they wait for
+// their context, as a read of a database that stopped answering without refusing does.
+type hangingSource struct {
+	*countingSource
+	hang chan struct{} // closed: hang
+}
+
+func (h hangingSource) Statistics(ctx context.Context, q query.Query, now time.Time) (answers.Answer, error) {
+	select {
+	case <-h.hang:
+		<-ctx.Done()
+		return answers.Answer{}, ctx.Err()
+	default:
+	}
+	return h.countingSource.Statistics(ctx, q, now)
+}
+
+// A database that stops answering fails each read after ReadTimeout, as unreachable: a cached
+// answer is then served stale, an uncached one fails with the database's error, and nothing
+// waits longer than the timeout.
+func TestReadTimeoutIsUnreachable(t *testing.T) {
+	src := hangingSource{countingSource: &countingSource{valid: time.Minute}, hang: make(chan struct{})}
+	c := New(src, nil, Options{StaleIfError: time.Hour, ReadTimeout: 50 * time.Millisecond})
+	ctx := context.Background()
+	q := mustQuery(t, "period=day")
+	first, err := c.Statistics(ctx, q, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(src.hang)
+	start := time.Now()
+	a, err := c.Statistics(ctx, q, t0.Add(2*time.Minute))
+	if err != nil || !a.Stale || string(a.Body) != string(first.Body) {
+		t.Fatalf("%v stale %v", err, a.Stale)
+	}
+	if _, err := c.Statistics(ctx, mustQuery(t, "period=week"), t0); !errors.Is(err, answers.ErrDatabaseUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("never cached: %v, want the database unreachable (deadline)", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("two reads of a hung database took %v", d)
 	}
 }

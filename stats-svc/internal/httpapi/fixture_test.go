@@ -206,6 +206,8 @@ type stackOptions struct {
 	entered chan<- struct{}
 	// now is the clock (nil: testNow).
 	now func() time.Time
+	// readTimeout bounds the cache's reads of the store (0: the default).
+	readTimeout time.Duration
 }
 
 // staleIfError is the window the stacks serve stale answers in and announce.
@@ -258,7 +260,8 @@ func newStack(t *testing.T, gdb *gorm.DB, o stackOptions) *stack {
 		if o.hold != nil {
 			src = heldSource{Store: st, hold: o.hold, entered: o.entered}
 		}
-		s.cache = cache.New(src, o.redis, cache.Options{KeyPrefix: prefix, Poll: o.poll, Logger: log, ColdLimit: o.coldLimit, ColdWait: o.coldWait, StaleIfError: staleIfError})
+		s.cache = cache.New(src, o.redis, cache.Options{KeyPrefix: prefix, Poll: o.poll, Logger: log, ColdLimit: o.coldLimit, ColdWait: o.coldWait, StaleIfError: staleIfError,
+			ReadTimeout: o.readTimeout})
 		if err := s.cache.Refresh(context.Background()); err != nil {
 			t.Fatalf("refresh generation: %v", err)
 		}

@@ -100,3 +100,43 @@ func TestStaleIfErrorPostgresUnreachable(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// PostgreSQL stops answering without refusing (the proxy holds every byte for an hour): each read
+// fails after the read timeout, as unreachable, so a cached answer is served stale and an
+// uncached one is 503 database_unavailable, within about the timeout, never a hang or a 500.
+func TestStaleIfErrorPostgresHangs(t *testing.T) {
+	pgDB(t) // seeded
+	u, err := url.Parse(pgURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := testutil.NewProxy(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	u.Host = proxy.Addr()
+	gdb := testutil.OpenDB(t, u.String())
+	clock := testutil.NewClock(testNow)
+	s := newStack(t, gdb, stackOptions{now: clock.Now, readTimeout: 300 * time.Millisecond})
+	target := statsPath + "?period=week&server=2"
+	before := do(t, "GET", s.url+target)
+	if before.status != 200 {
+		t.Fatalf("%d %s", before.status, before.body)
+	}
+
+	proxy.SetLatency(time.Hour)
+	t.Cleanup(func() { proxy.SetLatency(0) })
+	clock.Add(11 * time.Minute)
+	start := time.Now()
+	r := do(t, "GET", s.url+target)
+	if r.status != 200 || r.body != before.body || r.header.Get("ETag") != before.header.Get("ETag") || r.header.Get("Cache-Status") == "" {
+		t.Fatalf("cached, database hung: %d Cache-Status %q %.200s", r.status, r.header.Get("Cache-Status"), r.body)
+	}
+	if r := do(t, "GET", s.url+statsPath+"?period=day&date=2026-11-15"); r.status != 503 || r.body != `{"error":"database_unavailable"}` {
+		t.Fatalf("never cached, database hung: %d %s", r.status, r.body)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("two answers with the database hung took %v", d)
+	}
+}
