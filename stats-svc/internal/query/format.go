@@ -35,7 +35,7 @@ func ParseFormat(values url.Values, accept []string) (Format, error) {
 	return FormatJSON, nil
 }
 
-// acceptQ is the quality Accept (RFC 9110, 12.5.1) gives the media type typ/sub: that of the most
+// acceptQ is the quality an Accept header gives the media type typ/sub: that of the most
 // specific range matching it (type/sub over type/* over */*), 0 when none does; no header
 // accepts everything equally (1).
 func acceptQ(fields []string, typ, sub string) float64 {
