@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make run`: the whole system on the embedded SQLite databases, with nothing but Go.
-# Imports the demo reports, starts the fake Discord (unless DISCORD_TOKEN is set), the collector,
+# Imports demo reports of the last 90 days (relative to today, Moscow calendar), starts the fake Discord (unless DISCORD_TOKEN is set), the collector,
 # stats-svc and forum-svc (seeded with the demo forum), prints curl examples, and stops
 # everything on Ctrl-C.
 set -euo pipefail
@@ -37,8 +37,8 @@ wait_http() { # url
 	return 1
 }
 
-echo "importing demo reports into $STATS_DB"
-DATABASE_URL=$STATS_DB "$BIN/collector-svc" import --file demo/stats-reports.json
+echo "importing demo reports of the last 90 days into $STATS_DB"
+DATABASE_URL=$STATS_DB "$BIN/collector-svc" demo --days 90 --catalog deploy/compose/catalog.json
 
 if [ -z "${DISCORD_TOKEN:-}" ]; then
 	echo "DISCORD_TOKEN is empty: collecting from the fake Discord on $FAKE_ADDR"
@@ -65,17 +65,24 @@ wait_http http://127.0.0.1:8082/healthz
 wait_http http://127.0.0.1:8081/healthz
 wait_http http://127.0.0.1:8083/healthz
 
+msk() { TZ=Europe/Moscow date -d "$1" +%F; } # a day of the Moscow calendar, relative to today
+
 cat <<MSG
 
 Everything runs (Ctrl-C stops it):
-  stats-svc      http://127.0.0.1:8082
+  dashboard      http://127.0.0.1:8082/
+  stats-svc      http://127.0.0.1:8082/api/openapi.json
   forum-svc      http://127.0.0.1:8081
   collector-svc  http://127.0.0.1:8083/metrics (health and metrics only)
 
-Statistics and icons:
+Statistics (the demo holds 90 days up to today, today in progress; server 2's day of
+10 days ago is stale, server 3 has no report for 20 days ago):
   curl -s 'http://127.0.0.1:8082/api/chat-statistics'
   curl -s 'http://127.0.0.1:8082/api/chat-statistics?period=week&server=1'
-  curl -s 'http://127.0.0.1:8082/api/chat-statistics?period=range&from=$(date -u -d '-6 days' +%F)&to=$(date -u +%F)'
+  curl -s 'http://127.0.0.1:8082/api/chat-statistics?period=day&date=$(msk '-10 days')&server=2'
+  curl -s 'http://127.0.0.1:8082/api/chat-series?from=$(msk '-29 days')&to=$(msk today)'
+  curl -s -OJ 'http://127.0.0.1:8082/api/chat-series?from=$(msk '-89 days')&to=$(msk today)&format=csv'
+  curl -s -H 'Accept: text/csv' 'http://127.0.0.1:8082/api/chat-statistics?period=week'
   curl -s 'http://127.0.0.1:8082/api/chat-icons'
 
 Forum-svc demo users and keys (forum-svc/demo/README.md):

@@ -57,6 +57,8 @@ func StatsCorpus(seed uint64) Corpus {
 		want := serverOutcome(v)
 		get("server/"+v.Label, stats(), pick(r, "", "period=month&", "period=day&", "period=week&")+"server="+q, want)
 		get("icons-server/"+v.Label, icons(), "server="+q, want)
+		// The representation (json or csv) is a parameter like the others.
+		get("format/"+v.Label, stats(), pick(r, "", "period=day&")+"format="+q, statsInvalidParameters)
 	}
 
 	// 2. Repeated parameters.

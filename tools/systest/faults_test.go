@@ -5,6 +5,8 @@ package systest
 import (
 	"context"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -131,20 +133,41 @@ func TestFaultRedisKilled(t *testing.T) {
 }
 
 // TestFaultPostgresRestart stops PostgreSQL (fast shutdown: sessions are cut) under load, keeps
-// it down a few seconds and starts it again. Requests may fail only while it is down (plus the
-// pool's reconnection), only with the documented 500/503 error body, and the services recover
-// without a restart.
+// it down a few seconds and starts it again. stats-svc answers every query it had cached before
+// the stop (stale if need be) without a single failure; the queries it never cached fail only
+// while the database is down (plus the pool's reconnection), only with 503 and a documented body;
+// forum-svc fails only then, with its documented 500/503 body; both recover without a restart.
 func TestFaultPostgresRestart(t *testing.T) {
 	pg := privatePostgres(t, stack.PostgresOptions{})
 	sfx := statsFixture()
 	ffx := stack.NewForumFixture(400, 20)
-	stats := service(t, stack.Stats, statsEnv(t, pg, sfx)...)
+	// Cached answers live 2 s fresh: the ones asked while PostgreSQL is down (4 s) expire then,
+	// and only stale-if-error can answer them.
+	stats := service(t, stack.Stats, statsEnv(t, pg, sfx, "CACHE_MAX_TTL=2s")...)
 	forum := service(t, stack.Forum, forumEnv(t, pg, ffx)...)
 	pids := []int{stats.Pid(), forum.Pid()}
-	// Cached answers would hide the outage from stats-svc: its load asks uncached queries.
+	// The cached mix (JSON and CSV), each asked once before the load so that it is cached before
+	// the stop; the uncached load asks queries never asked before, which only the database can
+	// answer.
+	cached := append(statsTargets(stats.URL, sfx), statsCSVTargets(stats.URL, sfx)...)
+	for _, tg := range cached {
+		req, err := http.NewRequest(tg.Method, tg.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tg.Header != nil {
+			req.Header = tg.Header.Clone()
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("warming %s %s: %v %v", tg.Method, tg.URL, err, resp)
+		}
+		resp.Body.Close()
+	}
 	runs := []*loadRun{
 		{name: "stats-svc", targets: statsUncachedTargets(stats.URL, sfx, 1<<30)},
 		{name: "forum-svc", targets: forumTargets(forum.URL, ffx)},
+		{name: "stats-svc cached", targets: cached},
 	}
 	const down = 4 * time.Second
 	const grace = 3 * time.Second // reconnection after the start, allowed to fail too
@@ -175,10 +198,32 @@ func TestFaultPostgresRestart(t *testing.T) {
 		upAt = time.Now()
 	})
 	documented := map[string]map[string]bool{
-		// service_busy: an uncached answer found every turn at the database taken (by reads
-		// waiting on the stopped server) for COLD_QUERY_WAIT.
-		"stats-svc": {"internal_error": true, "service_busy": true},
+		// database_unavailable: an uncached answer with the database unreachable; service_busy:
+		// one that found every turn at the database taken (by reads waiting on the stopped
+		// server) for COLD_QUERY_WAIT.
+		"stats-svc": {"database_unavailable": true, "service_busy": true},
 		"forum-svc": {"server_error_occurred": true},
+	}
+	// The cached mix: not one failure, before, during or after the outage.
+	cachedRun := runs[2]
+	runs = runs[:2]
+	{
+		res := cachedRun.res
+		_, _, before := window(res.Samples, cachedRun.targets, time.Time{}, stopAt)
+		dn, df, dp := window(res.Samples, cachedRun.targets, stopAt, upAt)
+		report(t, "stats-svc cached (%d URLs, JSON and CSV): %d requests, %d errors; PostgreSQL down: %d req, %d err, p99 %v (before the stop p99 %v)",
+			len(cachedRun.targets), res.Requests, res.Errors, dn, df, dp.Round(time.Millisecond), before.Round(time.Millisecond))
+		found := lookups(t, stats.URL)
+		report(t, "stats-svc lookups by where they were found (stats_cache_lookups_total): %s", found)
+		if found["stale"] == "" || found["stale"] == "0" {
+			t.Error("stats-svc served no stale answer: the cached answers never expired during the outage, the test proves nothing")
+		}
+		if res.Errors != 0 {
+			t.Errorf("stats-svc: %d failed requests for answers cached before the stop:%s", res.Errors, describeErrors(res))
+		}
+		if dn == 0 {
+			t.Error("stats-svc: no cached request while PostgreSQL was down: the test proves nothing")
+		}
 	}
 	for _, r := range runs {
 		var lastFail, firstFail time.Time
@@ -202,10 +247,10 @@ func TestFaultPostgresRestart(t *testing.T) {
 				if bad <= 5 {
 					t.Errorf("%s: transport error (the service dropped a request): %s", r.name, s.Err)
 				}
-			case s.Status != http.StatusInternalServerError && s.Status != http.StatusServiceUnavailable:
+			case s.Status != http.StatusServiceUnavailable && (r.name == stack.Stats || s.Status != http.StatusInternalServerError):
 				bad++
 				if bad <= 5 {
-					t.Errorf("%s: status %d during the outage, want 500 or 503: %.200s", r.name, s.Status, s.Body)
+					t.Errorf("%s: status %d during the outage, want 503 (forum-svc: or 500): %.200s", r.name, s.Status, s.Body)
 				}
 			case !documentedBody(r.name, s.Body, documented[r.name]):
 				bad++
@@ -220,6 +265,7 @@ func TestFaultPostgresRestart(t *testing.T) {
 				}
 			}
 		}
+		report(t, "%s: failures by answer: %s", r.name, failureCodes(r.name, r.res.Samples, r.targets))
 		an, af, ap := window(r.res.Samples, r.targets, upAt.Add(grace), time.Now())
 		recovery := time.Duration(0)
 		if lastFail.After(upAt) {
@@ -249,6 +295,73 @@ func TestFaultPostgresRestart(t *testing.T) {
 			t.Errorf("%s not ready after the outage: %v %v", s.Name, err, resp)
 		}
 	}
+}
+
+// lookups reads stats-svc's stats_cache_lookups_total series from /metrics: where → count.
+func lookups(t *testing.T, base string) counts {
+	t.Helper()
+	out := counts{}
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Errorf("/metrics: %v", err)
+		return out
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Errorf("/metrics: %v", err)
+		return out
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, `stats_cache_lookups_total{found="`); ok {
+			found, n, _ := strings.Cut(rest, `"} `)
+			out[found] = n
+		}
+	}
+	return out
+}
+
+// counts prints as "l1 123, stale 4".
+type counts map[string]string
+
+func (c counts) String() string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(c)) {
+		parts = append(parts, k+" "+c[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// failureCodes counts the failed samples by status and envelope code ("503 database_unavailable:
+// 120, transport: 1").
+func failureCodes(service string, samples []loadgen.Sample, targets []loadgen.Target) string {
+	env := badinput.ForumEnvelope
+	if service == stack.Stats {
+		env = badinput.StatsEnvelope
+	}
+	counts := map[string]int{}
+	for _, s := range samples {
+		if !s.Failed(targets[s.Target]) {
+			continue
+		}
+		key := "transport"
+		if s.Err == "" {
+			code, _, err := badinput.ParseEnvelope(env, []byte(s.Body))
+			if err != nil {
+				code = "undocumented body"
+			}
+			key = fmt.Sprintf("%d %s", s.Status, code)
+		}
+		counts[key]++
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s: %d", k, counts[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 func since(t, ref time.Time) float64 {

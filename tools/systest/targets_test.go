@@ -97,3 +97,14 @@ func statsUncachedTargets(base string, fx stack.StatsFixture, n int) []loadgen.T
 	r.Shuffle(len(ts), func(i, j int) { ts[i], ts[j] = ts[j], ts[i] })
 	return ts[:min(n, len(ts))]
 }
+
+// statsCSVTargets are CSV exports: the all-servers series of the fixture's days and one
+// server's statistics of a week.
+func statsCSVTargets(base string, fx stack.StatsFixture) []loadgen.Target {
+	today := fx.Today()
+	day := func(d int) string { return today.AddDate(0, 0, -d).Format("2006-01-02") }
+	return []loadgen.Target{
+		{Method: "GET", URL: base + "/api/chat-series?from=" + day(fx.Days-1) + "&to=" + day(0) + "&format=csv", Expect: []int{http.StatusOK}},
+		{Method: "GET", URL: base + "/api/chat-statistics?period=week&server=2", Header: http.Header{"Accept": {"text/csv"}}, Expect: []int{http.StatusOK}},
+	}
+}

@@ -6,6 +6,9 @@
 //	collector-svc run-once                one pass, then exit (non-zero when it failed)
 //	collector-svc import --file F         load a reports file (one transaction; nothing on error)
 //	collector-svc export --file F         write the reports file ("-": standard output)
+//	collector-svc demo [--days N]         import demo reports of the last N days (default 90)
+//	  [--catalog F] [--out F]             for the catalog F (default deploy/compose/catalog.json),
+//	                                      or write them to F ("-": standard output)
 //	collector-svc fake-discord --addr A   serve a fake Discord API with synthetic servers
 //
 // This file is flags, dispatch and signals only; internal/app runs the commands.
@@ -27,7 +30,7 @@ import (
 	"forumstats.local/shared/server"
 )
 
-const usage = `usage: collector-svc [serve | run-once | import --file F | export --file F | fake-discord --addr A]`
+const usage = `usage: collector-svc [serve | run-once | import --file F | export --file F | demo [--days N] [--catalog F] [--out F] | fake-discord --addr A]`
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -65,6 +68,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return importCmd(*file, stdout, stderr)
 		}
 		return exportCmd(*file, stdout, stderr)
+	case "demo":
+		return demoCmd(args, stdout, stderr)
 	case "fake-discord":
 		return fakeDiscordCmd(args, stderr)
 	case "help", "-h", "--help":
@@ -128,6 +133,34 @@ func exportCmd(path string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "exported %d servers, %d guilds, %d daily and %d monthly reports to %s\n",
 			st.Servers, st.Guilds, st.Daily, st.Monthly, path)
+		return nil
+	})
+}
+
+// demoCmd imports (or writes) the demo reports relative to now.
+func demoCmd(args []string, stdout, stderr io.Writer) error {
+	o := app.DemoOptions{Now: time.Now()}
+	fs := newFlags("demo")
+	fs.IntVar(&o.Days, "days", 90, "days of daily reports, ending today (Moscow)")
+	fs.StringVar(&o.CatalogFile, "catalog", "deploy/compose/catalog.json", "the servers (servers of the fake Discord)")
+	fs.StringVar(&o.Out, "out", "", "write the reports file here (\"-\": standard output) instead of importing it")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("demo: unexpected argument %q", fs.Arg(0))
+	}
+	if o.Out != "" {
+		_, err := app.Demo(context.Background(), app.Config{}, nil, o, stdout)
+		return err
+	}
+	return server.Command(app.LoadCommonConfig, stderr, func(ctx context.Context, cfg app.Config, log *slog.Logger) error {
+		st, err := app.Demo(ctx, cfg, log, o, stdout)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "imported the demo reports of %d days: catalog replaced (%d servers), %d guilds, %d daily and %d monthly reports\n",
+			o.Days, st.Catalog, st.Guilds, st.Daily, st.Monthly)
 		return nil
 	})
 }

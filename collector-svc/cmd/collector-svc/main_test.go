@@ -22,6 +22,10 @@ func TestRunRefusals(t *testing.T) {
 		{[]string{"fake-discord", "--frozen-at", "yesterday"}, `fake-discord: --frozen-at: "yesterday" is not an RFC 3339 time`},
 		{[]string{"fake-discord", "--latency", "soon"}, `fake-discord: invalid value "soon" for flag -latency`},
 		{[]string{"fake-discord", "extra"}, `fake-discord: unexpected argument "extra"`},
+		{[]string{"demo", "--days", "many"}, `demo: invalid value "many" for flag -days`},
+		{[]string{"demo", "now"}, `demo: unexpected argument "now"`},
+		{[]string{"demo", "--days", "1", "--out", "-", "--catalog", "../../../deploy/compose/catalog.json"}, "demo: at least 2 days"},
+		{[]string{"demo", "--out", "-", "--catalog", "no-such-catalog.json"}, "demo: "},
 	}
 	for _, tt := range tests {
 		err := run(tt.args, io.Discard, io.Discard)

@@ -177,3 +177,31 @@ func TestNewWithDB(t *testing.T) {
 		t.Fatalf("New opened DATABASE_URL beside WithDB: %v", err)
 	}
 }
+
+// TestDemoImport: the demo reports go through the import into the database, every one of them,
+// and the reports file written instead is the one the import reads.
+func TestDemoImport(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := Config{}
+	cfg.DatabaseURL, cfg.MigrateOnStart = "sqlite:"+filepath.Join(dir, "stats.db"), true
+	o := DemoOptions{Now: time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC), Days: 30, CatalogFile: "../../../deploy/compose/catalog.json"}
+	st, err := Demo(ctx, cfg, nil, o, nil)
+	// 30 days of 3 servers but the missing one; 2026-10 and 2026-11 of each.
+	if err != nil || !st.CatalogReplaced || st.Catalog != 3 || st.Guilds != 3 || st.Daily != 89 || st.Monthly != 6 {
+		t.Fatalf("demo import: %+v, %v", st, err)
+	}
+	var out bytes.Buffer
+	o.Out = "-"
+	if _, err := Demo(ctx, Config{}, nil, o, &out); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "demo.json")
+	if err := os.WriteFile(file, out.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.DatabaseURL = "sqlite:" + filepath.Join(dir, "again.db")
+	if again, err := Import(ctx, cfg, nil, file); err != nil || again != st {
+		t.Fatalf("the written file imports %+v, %v; the demo imported %+v", again, err, st)
+	}
+}

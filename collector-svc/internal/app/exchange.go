@@ -1,13 +1,18 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
+	"forumstats.local/collector-svc/internal/catalog"
+	"forumstats.local/collector-svc/internal/demo"
+	"forumstats.local/collector-svc/internal/fakediscord"
 	"forumstats.local/collector-svc/internal/reportfile"
 	"forumstats.local/collector-svc/internal/store"
 	"forumstats.local/shared/backend"
@@ -22,6 +27,50 @@ func Import(ctx context.Context, cfg Config, log *slog.Logger, path string) (sto
 		return store.ImportStats{}, fmt.Errorf("import: %w", err)
 	}
 	defer f.Close()
+	return importFrom(ctx, cfg, log, path, f)
+}
+
+// DemoOptions are `collector-svc demo`'s: the moment, the days, the catalog file.
+type DemoOptions struct {
+	Now         time.Time
+	Days        int
+	CatalogFile string
+	// Out, when set, is where the reports file is written ("-": standard output) instead of
+	// importing it.
+	Out string
+}
+
+// Demo runs `collector-svc demo`: the demo reports of the days up to now for the catalog's
+// servers (internal/demo), imported as a reports file is: the same reading, validation and one
+// transaction, so that the demo takes the write path of real data.
+func Demo(ctx context.Context, cfg Config, log *slog.Logger, o DemoOptions, stdout io.Writer) (store.ImportStats, error) {
+	entries, err := catalog.Load(o.CatalogFile)
+	if err != nil {
+		return store.ImportStats{}, fmt.Errorf("demo: %w", err)
+	}
+	file, err := demo.Generate(demo.Options{Now: o.Now, Days: o.Days, Catalog: entries, Seed: fakediscord.DemoOptions().Seed})
+	if err != nil {
+		return store.ImportStats{}, err
+	}
+	var buf bytes.Buffer
+	if err := reportfile.Encode(&buf, file); err != nil {
+		return store.ImportStats{}, fmt.Errorf("demo: %w", err)
+	}
+	switch o.Out {
+	case "":
+		return importFrom(ctx, cfg, log, "the demo reports", bytes.NewReader(buf.Bytes()))
+	case "-":
+		_, err = stdout.Write(buf.Bytes())
+	default:
+		err = writeFileAtomic(o.Out, buf.Bytes())
+	}
+	return store.ImportStats{}, err
+}
+
+// importFrom imports the reports file f (named name in errors): a first pass reads it whole and
+// validates it before the database is opened, a second pass reads it again from its start and
+// writes it in one transaction, or nothing is.
+func importFrom(ctx context.Context, cfg Config, log *slog.Logger, path string, f io.ReadSeeker) (store.ImportStats, error) {
 	if _, err := reportfile.Scan(f, reportfile.Visitor{}); err != nil {
 		return store.ImportStats{}, fmt.Errorf("import %s: %w (nothing was written)", path, err)
 	}

@@ -28,6 +28,10 @@ var diurnal = [24]uint64{
 	85, 90, 90, 95, 100, 110, 125, 140, 150, 140, 100, 60,
 }
 
+// weekly is the activity of each Moscow weekday (Sunday first), in percent: communities talk
+// more on Friday evenings and at weekends.
+var weekly = [7]uint64{115, 90, 95, 100, 100, 110, 125}
+
 // stream is the message sequence of one channel (or thread).
 type stream struct {
 	key       uint64 // hash key of the channel
@@ -49,8 +53,10 @@ func (s stream) perHour(h int64) int64 {
 		return 0
 	}
 	w := diurnal[(h+3)%24] // UTC+3
+	// Day 0 of the Unix epoch (Moscow hours shifted likewise) was a Thursday.
+	wd := weekly[(floorDiv(h+3, 24)+4)%7]
 	noise := mix(s.key, uint64(h)) & 1023
-	return int64(s.rate * w * (512 + noise) / (100 * 1024))
+	return int64(s.rate * w * wd * (512 + noise) / (100 * 100 * 1024))
 }
 
 // before returns how many messages of hour h (holding n) are stamped at an

@@ -206,6 +206,39 @@ func (s *Server) Catalog() []CatalogEntry {
 	return out
 }
 
+// Guild is a fake guild as the collector sees it: its metadata and the listed channels whose
+// messages it counts (threads are not listed, but the guild's count includes them).
+type Guild struct {
+	Number   int
+	Name     string
+	GuildID  string
+	Icon     *string
+	Banner   *string
+	Channels []Channel
+}
+
+// Channel is a listed channel that holds messages.
+type Channel struct {
+	ID   string
+	Name string
+}
+
+// Guilds lists the fake's guilds in catalog order, for data built from the same dataset the API
+// serves (the demo reports).
+func (s *Server) Guilds() []Guild {
+	out := make([]Guild, 0, len(s.guilds))
+	for _, g := range s.guilds {
+		v := Guild{Number: g.number, Name: g.name, GuildID: strconv.FormatUint(g.id, 10), Icon: g.icon, Banner: g.banner}
+		for _, c := range g.channels {
+			if !c.thread && discord.MessageBearing(c.typ) {
+				v.Channels = append(v.Channels, Channel{ID: strconv.FormatUint(c.id, 10), Name: c.name})
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
 // Stats returns the counters.
 func (s *Server) Stats() Stats {
 	return Stats{

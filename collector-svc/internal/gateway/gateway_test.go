@@ -260,7 +260,9 @@ func TestRunIdentifiesEveryShard(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Config{APIBase: e.apiBase(), Token: "secret", IdentifyInterval: 50 * time.Millisecond,
+		// The client waits ten times the fake's interval between identifies, so that a loaded
+		// machine delaying one identify's arrival still keeps them apart at the fake.
+		done <- Run(ctx, Config{APIBase: e.apiBase(), Token: "secret", IdentifyInterval: 400 * time.Millisecond,
 			Shard: ShardConfig{Backoff: 10 * time.Millisecond}}, rec.emit)
 	}()
 	defer func() {

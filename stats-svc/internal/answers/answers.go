@@ -23,6 +23,10 @@ import (
 // ErrServerNotFound: a well-formed server parameter names no catalog server.
 var ErrServerNotFound = errors.New("server not found")
 
+// ErrDatabaseUnavailable: the database could not be reached or dropped the connection (as
+// opposed to an error of a statement); the cache answers from its stale copies if it has one.
+var ErrDatabaseUnavailable = errors.New("database unavailable")
+
 // Server is a catalog entry with its current guild metadata.
 type Server struct {
 	Number      int
@@ -67,6 +71,9 @@ type Answer struct {
 	// ETag is Tag(Body) once the cache has computed it (once per cached
 	// answer, so that a hit costs no hashing); "" until then.
 	ETag string
+	// Stale: the cache served this copy past its validity (ValidUntil) because the database
+	// could not be reached; the body and ETag are the cached ones.
+	Stale bool
 }
 
 // Tag is the strong entity tag of a body: a hash of its bytes, so that it

@@ -69,10 +69,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 		st := store.New(gdb, answers.Links{CDN: cfg.CDN})
 		st.RouteReads(reads)
 		c := cache.New(st, rc, cache.Options{
-			Logger:    log,
-			KeyPrefix: cacheKeyPrefix(cfg.DatabaseURL, cfg.CDN),
-			ColdLimit: coldLimit(cfg.ColdLimit, gdb),
-			ColdWait:  cfg.ColdWait,
+			Logger:       log,
+			KeyPrefix:    cacheKeyPrefix(cfg.DatabaseURL, cfg.CDN),
+			ColdLimit:    coldLimit(cfg.ColdLimit, gdb),
+			ColdWait:     cfg.ColdWait,
+			StaleIfError: staleOption(cfg.StaleIfError),
+			MaxTTL:       cfg.CacheMaxTTL,
+			ReadTimeout:  cfg.DatabaseReadTimeout,
 		})
 		if err := c.Refresh(ctx); err != nil {
 			log.Warn("cannot read the data generation yet", "err", err)
@@ -101,10 +104,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 		}
 	}
 	a.handler = httpapi.New(source, httpapi.Options{
-		Now:     o.now,
-		Limiter: limiter,
-		Logger:  log,
-		HTTP:    cfg.HTTP,
+		Now:          o.now,
+		Limiter:      limiter,
+		StaleIfError: cfg.StaleIfError,
+		Logger:       log,
+		HTTP:         cfg.HTTP,
 		// Redis is not a readiness dependency: without it the service still answers, from
 		// the database. Nor is the read replica: the primary answers while it is down.
 		Ready:     []server.Check{{Name: "database", Fn: db.Ping(gdb)}},

@@ -86,6 +86,76 @@ func TestLoadConfigLimits(t *testing.T) {
 	}
 }
 
+// CACHE_MAX_TTL: ten minutes by default, 1s to 1h.
+func TestLoadConfigCacheMaxTTL(t *testing.T) {
+	for _, tt := range []struct {
+		env  string
+		want time.Duration
+		err  bool
+	}{
+		{"", 10 * time.Minute, false},
+		{"2s", 2 * time.Second, false},
+		{"0s", 0, true},
+		{"2h", 0, true},
+	} {
+		t.Setenv("CACHE_MAX_TTL", tt.env)
+		cfg, err := LoadConfig()
+		if tt.err != (err != nil) || (err != nil && !strings.Contains(err.Error(), "CACHE_MAX_TTL")) || cfg.CacheMaxTTL != tt.want {
+			t.Errorf("%q: %v %v, want %v (error: %v)", tt.env, cfg.CacheMaxTTL, err, tt.want, tt.err)
+		}
+	}
+}
+
+// DATABASE_READ_TIMEOUT: ten seconds by default, 100ms to 5m.
+func TestLoadConfigDatabaseReadTimeout(t *testing.T) {
+	for _, tt := range []struct {
+		env  string
+		want time.Duration
+		err  bool
+	}{
+		{"", 10 * time.Second, false},
+		{"500ms", 500 * time.Millisecond, false},
+		{"10ms", 0, true},
+		{"6m", 0, true},
+		{"ten", 0, true},
+	} {
+		t.Setenv("DATABASE_READ_TIMEOUT", tt.env)
+		cfg, err := LoadConfig()
+		if tt.err != (err != nil) || (err != nil && !strings.Contains(err.Error(), "DATABASE_READ_TIMEOUT")) || cfg.DatabaseReadTimeout != tt.want {
+			t.Errorf("%q: %v %v, want %v (error: %v)", tt.env, cfg.DatabaseReadTimeout, err, tt.want, tt.err)
+		}
+	}
+}
+
+// STALE_IF_ERROR: a day by default, 0 turns it off (the cache's negative), bounded to a week.
+func TestLoadConfigStaleIfError(t *testing.T) {
+	for _, tt := range []struct {
+		env   string
+		want  time.Duration
+		cache time.Duration
+		err   bool
+	}{
+		{"", 24 * time.Hour, 24 * time.Hour, false},
+		{"90s", 90 * time.Second, 90 * time.Second, false},
+		{"0s", 0, -1, false},
+		{"-1s", 0, 0, true},
+		{"200h", 0, 0, true},
+		{"soon", 0, 0, true},
+	} {
+		t.Setenv("STALE_IF_ERROR", tt.env)
+		cfg, err := LoadConfig()
+		if tt.err {
+			if err == nil || !strings.Contains(err.Error(), "STALE_IF_ERROR") {
+				t.Errorf("%q: error %v, want one naming STALE_IF_ERROR", tt.env, err)
+			}
+			continue
+		}
+		if err != nil || cfg.StaleIfError != tt.want || staleOption(cfg.StaleIfError) != tt.cache {
+			t.Errorf("%q: %v %v (cache %v), want %v (cache %v)", tt.env, cfg.StaleIfError, err, staleOption(cfg.StaleIfError), tt.want, tt.cache)
+		}
+	}
+}
+
 // The bound on cold reads defaults to half the database pool, at least 1.
 func TestColdLimit(t *testing.T) {
 	admin, err := testutil.PostgresURL()

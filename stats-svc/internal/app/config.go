@@ -11,6 +11,7 @@ import (
 
 	"forumstats.local/shared/config"
 	"forumstats.local/shared/ratelimit"
+	"forumstats.local/stats-svc/internal/cache"
 )
 
 // Defaults of the configuration (README.md, Configuration).
@@ -25,6 +26,12 @@ const (
 	DefaultRateLimit = 600
 	// DefaultColdWait is COLD_QUERY_WAIT's default.
 	DefaultColdWait = time.Second
+	// DefaultStaleIfError is STALE_IF_ERROR's default.
+	DefaultStaleIfError = cache.DefaultStaleIfError
+	// DefaultCacheMaxTTL is CACHE_MAX_TTL's default.
+	DefaultCacheMaxTTL = 10 * time.Minute
+	// DefaultDatabaseReadTimeout is DATABASE_READ_TIMEOUT's default.
+	DefaultDatabaseReadTimeout = 10 * time.Second
 )
 
 // Config is stats-svc's configuration.
@@ -43,10 +50,19 @@ type Config struct {
 	// 503 service_busy (COLD_QUERY_WAIT).
 	ColdLimit int
 	ColdWait  time.Duration
+	// StaleIfError is how long past its validity a cached answer is still served while the
+	// database is unreachable (STALE_IF_ERROR; 0: never).
+	StaleIfError time.Duration
+	// CacheMaxTTL caps how long a cached answer is served fresh (CACHE_MAX_TTL).
+	CacheMaxTTL time.Duration
+	// DatabaseReadTimeout bounds every read of an answer (DATABASE_READ_TIMEOUT): past it the
+	// database counts as unreachable.
+	DatabaseReadTimeout time.Duration
 }
 
 // LoadConfig reads the environment: the common variables, CDN_BASE_URL, DATABASE_READ_URL,
-// RATE_LIMIT_PER_MINUTE, RATE_LIMIT_BURST, COLD_QUERY_LIMIT and COLD_QUERY_WAIT.
+// RATE_LIMIT_PER_MINUTE, RATE_LIMIT_BURST, COLD_QUERY_LIMIT, COLD_QUERY_WAIT, STALE_IF_ERROR,
+// CACHE_MAX_TTL and DATABASE_READ_TIMEOUT.
 func LoadConfig() (Config, error) {
 	common, err := config.LoadCommon(DefaultAddr, DefaultDatabaseURL)
 	if err != nil {
@@ -82,13 +98,43 @@ func LoadConfig() (Config, error) {
 	if wait <= 0 || wait > time.Minute {
 		return Config{}, fmt.Errorf("COLD_QUERY_WAIT must be above 0 and at most 1m, not %v", wait)
 	}
+	stale, err := config.Duration("STALE_IF_ERROR", DefaultStaleIfError)
+	if err != nil {
+		return Config{}, err
+	}
+	if stale < 0 || stale > 7*24*time.Hour {
+		return Config{}, fmt.Errorf("STALE_IF_ERROR must be 0 (never) to 168h, not %v", stale)
+	}
+	ttl, err := config.Duration("CACHE_MAX_TTL", DefaultCacheMaxTTL)
+	if err != nil {
+		return Config{}, err
+	}
+	if ttl < time.Second || ttl > time.Hour {
+		return Config{}, fmt.Errorf("CACHE_MAX_TTL must be 1s to 1h, not %v", ttl)
+	}
+	readTimeout, err := config.Duration("DATABASE_READ_TIMEOUT", DefaultDatabaseReadTimeout)
+	if err != nil {
+		return Config{}, err
+	}
+	if readTimeout < 100*time.Millisecond || readTimeout > 5*time.Minute {
+		return Config{}, fmt.Errorf("DATABASE_READ_TIMEOUT must be 100ms to 5m, not %v", readTimeout)
+	}
 	return Config{Common: common, CDN: cdn, DatabaseReadURL: config.String("DATABASE_READ_URL", ""),
-		RateLimit: rl, ColdLimit: cold, ColdWait: wait}, nil
+		RateLimit: rl, ColdLimit: cold, ColdWait: wait, StaleIfError: stale, CacheMaxTTL: ttl,
+		DatabaseReadTimeout: readTimeout}, nil
 }
 
 // defaultBurst is RATE_LIMIT_BURST's default: a sixth of the minute's allowance (100 at the
 // default 600), so that a dashboard and a few reloads go through at once, at least 1.
 func defaultBurst(perMinute int) int { return max(perMinute/6, 1) }
+
+// staleOption is the cache's StaleIfError for STALE_IF_ERROR: 0 (never) is the cache's negative.
+func staleOption(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
 
 // coldLimit is the bound on answers read from the database at once: configured, or half of the
 // database pool (25 connections on PostgreSQL: 12; SQLite's one: 1), which leaves the other

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -27,13 +28,18 @@ import (
 
 var (
 	fallbackTotal = metrics.CounterVec("stats_cache_fallback_total", "Redis cache operations that failed or timed out; the request was served from the database.", "op", "reason")
-	lookupsTotal  = metrics.CounterVec("stats_cache_lookups_total", "Answer lookups by where they were found: l1, l2 (Redis) or source (database).", "found")
+	lookupsTotal  = metrics.CounterVec("stats_cache_lookups_total", "Answer lookups by where they were found: l1, l2 (Redis), source (database), or stale (a copy past its validity, served while the database is unreachable).", "found")
 	foundL1       = lookupsTotal.WithLabelValues("l1")
 	foundL2       = lookupsTotal.WithLabelValues("l2")
 	foundSource   = lookupsTotal.WithLabelValues("source")
+	foundStale    = lookupsTotal.WithLabelValues("stale")
 	coldInFlight  = metrics.Gauge("stats_cold_queries_in_flight", "Answers being read from the database now (bounded by COLD_QUERY_LIMIT).")
 	coldRefused   = metrics.CounterVec("stats_cold_queries_refused_total", "Requests answered 503 service_busy: the database was already reading COLD_QUERY_LIMIT answers and no turn came within COLD_QUERY_WAIT.").WithLabelValues()
 )
+
+// DefaultStaleIfError is Options.StaleIfError's default: a day, long enough to ride out a
+// database outage overnight.
+const DefaultStaleIfError = 24 * time.Hour
 
 // ErrBusy: the answer is not cached and the database was already reading as many answers as the
 // bound allows for longer than the wait; the request may be repeated shortly.
@@ -78,7 +84,16 @@ type Options struct {
 	ColdLimit int
 	// ColdWait is how long a miss waits for a turn under ColdLimit (default 1 s).
 	ColdWait time.Duration
-	Logger   *slog.Logger
+	// ReadTimeout bounds every read of the source (default 10 s): a database that stops
+	// answering without refusing (a lost network, a stopped process) fails the read then,
+	// as unreachable, instead of holding every request of the answer until the kernel gives up
+	// the connection.
+	ReadTimeout time.Duration
+	// StaleIfError is how long past its validity an answer is still served while the database
+	// is unreachable or busy (default 24 h; negative: never). L1 keeps its copies within its
+	// bound; Redis keeps one copy per key, whatever the generation, for that long.
+	StaleIfError time.Duration
+	Logger       *slog.Logger
 }
 
 // Cache serves answers from L1, then Redis, then the source.
@@ -115,6 +130,12 @@ func New(src Source, rdb *redis.Client, opts Options) *Cache {
 	}
 	if opts.ColdWait <= 0 {
 		opts.ColdWait = time.Second
+	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = 10 * time.Second
+	}
+	if opts.StaleIfError == 0 {
+		opts.StaleIfError = DefaultStaleIfError
 	}
 	log := opts.Logger
 	if log == nil {
@@ -182,7 +203,7 @@ func (c *Cache) guild(ctx context.Context, server string) (string, error) {
 				return nil, err
 			}
 			defer release()
-			cat, err := c.src.Catalog(ctx)
+			cat, err := readWithin(ctx, c.opts.ReadTimeout, c.src.Catalog)
 			if err != nil {
 				return nil, err
 			}
@@ -190,10 +211,14 @@ func (c *Cache) guild(ctx context.Context, server string) (string, error) {
 			c.catalog.Store(&cat)
 			return &cat, nil
 		})
-		if err != nil {
+		switch {
+		case err == nil:
+			cat = v.(*answers.Catalog)
+		case cat != nil && c.staleAllowed(err):
+			// An older generation's catalog names the servers of every answer cached under it.
+		default:
 			return "", err
 		}
-		cat = v.(*answers.Catalog)
 	}
 	guild, ok := cat.Resolve(server)
 	if !ok {
@@ -250,12 +275,12 @@ func (c *Cache) get(ctx context.Context, key string, now time.Time, load func(co
 		}
 		release, err := c.enter(ctx)
 		if err != nil {
-			return answers.Answer{}, err
+			return c.stale(ctx, key, now, err)
 		}
-		a, err := load(ctx)
+		a, err := readWithin(ctx, c.opts.ReadTimeout, load)
 		release()
 		if err != nil {
-			return answers.Answer{}, err
+			return c.stale(ctx, key, now, err)
 		}
 		foundSource.Inc()
 		a.ETag = answers.Tag(a.Body)
@@ -270,6 +295,47 @@ func (c *Cache) get(ctx context.Context, key string, now time.Time, load func(co
 	return v.(answers.Answer), nil
 }
 
+// readWithin runs one read of the source within timeout. A read that runs out of it is the
+// database unreachable (answers.ErrDatabaseUnavailable), whatever the source made of it: the
+// database did not answer in time.
+func readWithin[T any](ctx context.Context, timeout time.Duration, fn func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	a, err := fn(ctx)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, answers.ErrDatabaseUnavailable) {
+		err = fmt.Errorf("%w: no answer within %v: %w", answers.ErrDatabaseUnavailable, timeout, err)
+	}
+	return a, err
+}
+
+// staleAllowed reports whether err lets a stale copy answer: the database is unreachable, or
+// busy beyond the wait (RFC 5861's stale-if-error: the origin failing, not the request).
+func (c *Cache) staleAllowed(err error) bool {
+	return c.opts.StaleIfError > 0 && (errors.Is(err, answers.ErrDatabaseUnavailable) || errors.Is(err, ErrBusy))
+}
+
+// stale answers key with the newest copy held past its validity, from L1, else Redis, when
+// loadErr allows it and the copy is within StaleIfError; else it returns loadErr. The copy has
+// its own body and tag, and says it is stale.
+func (c *Cache) stale(ctx context.Context, key string, now time.Time, loadErr error) (answers.Answer, error) {
+	if !c.staleAllowed(loadErr) {
+		return answers.Answer{}, loadErr
+	}
+	a, ok := c.l1.stale(key, now, c.opts.StaleIfError)
+	if !ok {
+		if a, ok = c.redisStale(ctx, key, now); ok {
+			a.ETag = answers.Tag(a.Body)
+		}
+	}
+	if !ok {
+		return answers.Answer{}, loadErr
+	}
+	foundStale.Inc()
+	c.log.Debug("serving a stale answer", "key", key, "valid_until", a.ValidUntil, "err", loadErr)
+	a.Stale = true
+	return a, nil
+}
+
 // expiry is when an entry must stop being served: the answer's own
 // validity, capped by MaxTTL.
 func (c *Cache) expiry(a answers.Answer, now time.Time) time.Time {
@@ -282,6 +348,13 @@ func (c *Cache) expiry(a answers.Answer, now time.Time) time.Time {
 
 func (c *Cache) redisKey(gen int64, key string) string {
 	return c.opts.KeyPrefix + strconv.FormatInt(gen, 10) + "|" + key
+}
+
+// staleKey names the Redis copy of key kept for StaleIfError past its validity: one per key, the
+// newest written, whatever its generation, so that the copies take as many keys as the answers
+// asked and not one set per generation.
+func (c *Cache) staleKey(key string) string {
+	return c.opts.KeyPrefix + "stale|" + key
 }
 
 // Redis values are the expiry (Unix ns, 8 bytes big-endian), the generation
@@ -305,11 +378,42 @@ func (c *Cache) redisGet(ctx context.Context, gen int64, key string, now time.Ti
 	if len(b) < headerLen {
 		return answers.Answer{}, false
 	}
-	exp := time.Unix(0, int64(binary.BigEndian.Uint64(b)))
-	if !now.Before(exp) {
+	a := decodeValue(b)
+	if !now.Before(a.ValidUntil) {
 		return answers.Answer{}, false
 	}
-	return answers.Answer{Body: b[headerLen:], ValidUntil: exp, Generation: int64(binary.BigEndian.Uint64(b[8:]))}, true
+	return a, true
+}
+
+// redisStale reads the stale copy of key: any copy within StaleIfError of its expiry.
+func (c *Cache) redisStale(ctx context.Context, key string, now time.Time) (answers.Answer, bool) {
+	if c.rdb == nil {
+		return answers.Answer{}, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.RedisTimeout)
+	defer cancel()
+	b, err := c.rdb.Get(ctx, c.staleKey(key)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return answers.Answer{}, false
+	}
+	if err != nil {
+		c.fallback("get", err)
+		return answers.Answer{}, false
+	}
+	if len(b) < headerLen {
+		return answers.Answer{}, false
+	}
+	a := decodeValue(b)
+	if !now.Before(a.ValidUntil.Add(c.opts.StaleIfError)) {
+		return answers.Answer{}, false
+	}
+	return a, true
+}
+
+// decodeValue reads a Redis value at least headerLen long.
+func decodeValue(b []byte) answers.Answer {
+	return answers.Answer{Body: b[headerLen:], ValidUntil: time.Unix(0, int64(binary.BigEndian.Uint64(b))),
+		Generation: int64(binary.BigEndian.Uint64(b[8:]))}
 }
 
 func (c *Cache) redisSet(ctx context.Context, key string, a answers.Answer, now time.Time) {
@@ -327,8 +431,16 @@ func (c *Cache) redisSet(ctx context.Context, key string, a answers.Answer, now 
 	copy(v[headerLen:], a.Body)
 	ctx, cancel := context.WithTimeout(ctx, c.opts.RedisTimeout)
 	defer cancel()
-	// Redis expires it too, a little early rather than late (whole ms).
-	if err := c.rdb.Set(ctx, c.redisKey(a.Generation, key), v, ttl.Truncate(time.Millisecond)).Err(); err != nil {
+	// Redis expires it too, a little early rather than late (whole ms). The stale copy lives
+	// StaleIfError longer; both go in one round trip.
+	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, c.redisKey(a.Generation, key), v, ttl.Truncate(time.Millisecond))
+		if c.opts.StaleIfError > 0 {
+			p.Set(ctx, c.staleKey(key), v, (ttl + c.opts.StaleIfError).Truncate(time.Millisecond))
+		}
+		return nil
+	})
+	if err != nil {
 		c.fallback("set", err)
 	}
 }

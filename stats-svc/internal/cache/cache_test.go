@@ -42,6 +42,8 @@ type countingSource struct {
 	valid    time.Duration // ValidUntil = now + valid; 0: none
 	release  chan struct{} // when set, loads wait for it
 	fail     error
+	// failCatalog, when set, is the catalog read's error.
+	failCatalog error
 }
 
 func (s *countingSource) Statistics(_ context.Context, q query.Query, now time.Time) (answers.Answer, error) {
@@ -61,6 +63,9 @@ func (s *countingSource) Generation(context.Context) (int64, error) { return s.g
 // Catalog is servers 1 to 3 with guild ids 1001 to 1003; catalogs counts its reads.
 func (s *countingSource) Catalog(context.Context) (answers.Catalog, error) {
 	s.catalogs.Add(1)
+	if s.failCatalog != nil {
+		return answers.Catalog{}, s.failCatalog
+	}
 	var entries []answers.CatalogEntry
 	for n := 1; n <= 3; n++ {
 		entries = append(entries, answers.CatalogEntry{Number: n, GuildID: strconv.Itoa(1000 + n)})

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"forumstats.local/stats-svc/internal/answers"
+	"forumstats.local/stats-svc/internal/export"
 )
 
 // maxAge caps Cache-Control's max-age: new data may arrive at any moment, so
@@ -17,19 +18,78 @@ const maxAge = 60 * time.Second
 
 // answer writes a 200 answer with its ETag and Cache-Control, or 304 with no
 // body when If-None-Match names its tag.
-func answer(c echo.Context, a answers.Answer, now time.Time) error {
-	tag := a.ETag
+func (a *api) answer(c echo.Context, ans answers.Answer, now time.Time) error {
+	tag := ans.ETag
 	if tag == "" {
-		tag = answers.Tag(a.Body) // no cache in front (tests, tools)
+		tag = answers.Tag(ans.Body) // no cache in front (tests, tools)
 	}
+	if a.validators(c, ans, tag, now) {
+		return nil
+	}
+	return write(c, http.StatusOK, ans.Body)
+}
+
+// csvVersion names the CSV layout in the CSV's entity tag. The tag derives from the JSON
+// answer's, so that a 304 costs no rendering; the CSV is a function of the JSON body and of
+// this code, so a change of the columns or of the writing must change csvVersion, or a client
+// would keep an old CSV under a tag that now names another.
+const csvVersion = "csv1"
+
+// csvTag is the strong tag of the CSV rendered from the JSON answer tagged jsonTag: distinct
+// from it, and changing exactly when it does (or csvVersion).
+func csvTag(jsonTag string) string {
+	return strings.TrimSuffix(jsonTag, `"`) + "." + csvVersion + `"`
+}
+
+// answerCSV writes the answer as a CSV download, with the same freshness as the JSON answer
+// and its own tag, or 304 when If-None-Match names that tag.
+func (a *api) answerCSV(c echo.Context, ans answers.Answer, exp exporter, now time.Time) error {
+	tag := ans.ETag
+	if tag == "" {
+		tag = answers.Tag(ans.Body)
+	}
+	tag = csvTag(tag)
+	if a.validators(c, ans, tag, now) {
+		return nil
+	}
+	e, ok := a.csv.get(tag)
+	if !ok {
+		name, table, err := exp(ans.Body)
+		if err != nil {
+			return err // a body the service wrote itself that does not decode: a 500, logged
+		}
+		e = csvEntry{filename: name, body: export.CSV(table)}
+		a.csv.put(tag, e)
+	}
+	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="`+e.filename+`"`)
+	return writeAs(c, http.StatusOK, "text/csv; charset=utf-8", e.body)
+}
+
+// validators sets the ETag, Cache-Control and, on an answer served stale because the database
+// is unreachable, Cache-Status; it answers 304 and reports true when If-None-Match names tag.
+//
+// Every answer allows stale-if-error for the service's own window: a cache in front (or a
+// client's) may keep serving it while the service fails, as the service itself does. A stale
+// answer says so in Cache-Status (RFC 9211: a hit whose freshness ended ttl seconds ago) and may
+// not be reused without asking again.
+func (a *api) validators(c echo.Context, ans answers.Answer, tag string, now time.Time) bool {
 	h := c.Response().Header()
-	h.Set(echo.HeaderCacheControl, "public, max-age="+strconv.Itoa(maxAgeSeconds(a.ValidUntil, now)))
+	maxAgeS := maxAgeSeconds(ans.ValidUntil, now)
+	if ans.Stale {
+		maxAgeS = 0
+		h.Set("Cache-Status", "stats-svc; hit; ttl="+strconv.FormatInt(-int64(now.Sub(ans.ValidUntil)/time.Second), 10)+"; detail=stale-if-error")
+	}
+	cc := "public, max-age=" + strconv.Itoa(maxAgeS)
+	if a.staleIfError > 0 {
+		cc += ", stale-if-error=" + strconv.FormatInt(int64(a.staleIfError/time.Second), 10)
+	}
+	h.Set(echo.HeaderCacheControl, cc)
 	h.Set("ETag", tag)
 	if noneMatch(c.Request().Header.Values("If-None-Match"), tag) {
 		c.Response().WriteHeader(http.StatusNotModified)
-		return nil
+		return true
 	}
-	return write(c, http.StatusOK, a.Body)
+	return false
 }
 
 // maxAgeSeconds is how long a client may reuse an answer: at most maxAge,

@@ -63,7 +63,7 @@ func TestConditionalGet(t *testing.T) {
 func TestCacheControl(t *testing.T) {
 	s := newStack(t, pgDB(t), stackOptions{})
 	for _, target := range []string{statsPath + "?period=week", statsPath + "?period=day&date=2026-11-16", seriesPath + "?from=2026-11-19&to=2026-11-20"} {
-		if cc := do(t, "GET", s.url+target).header.Get("Cache-Control"); cc != "public, max-age=60" {
+		if cc := do(t, "GET", s.url+target).header.Get("Cache-Control"); cc != "public, max-age=60, stale-if-error=86400" {
 			t.Fatalf("%s: Cache-Control %q", target, cc)
 		}
 	}

@@ -37,6 +37,9 @@ var errorTable = []struct {
 	// The database is reading as many uncached answers as it may: a second later it has
 	// usually finished some.
 	{cache.ErrBusy, errorSpec{http.StatusServiceUnavailable, "service_busy", time.Second}},
+	// The database is unreachable and the cache holds no copy of the answer, fresh or stale: a
+	// restart or a failover takes seconds.
+	{answers.ErrDatabaseUnavailable, errorSpec{http.StatusServiceUnavailable, "database_unavailable", 5 * time.Second}},
 }
 
 // statusTable answers the refusals the HTTP layer raises itself, by their status: the router's,

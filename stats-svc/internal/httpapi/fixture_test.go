@@ -205,7 +205,14 @@ type stackOptions struct {
 	// first sends on entered (when set and ready).
 	hold    <-chan struct{}
 	entered chan<- struct{}
+	// now is the clock (nil: testNow).
+	now func() time.Time
+	// readTimeout bounds the cache's reads of the store (0: the default).
+	readTimeout time.Duration
 }
+
+// staleIfError is the window the stacks serve stale answers in and announce.
+const staleIfError = 24 * time.Hour
 
 // heldSource is the store with every answer held until hold is closed.
 type heldSource struct {
@@ -254,7 +261,8 @@ func newStack(t *testing.T, gdb *gorm.DB, o stackOptions) *stack {
 		if o.hold != nil {
 			src = heldSource{Store: st, hold: o.hold, entered: o.entered}
 		}
-		s.cache = cache.New(src, o.redis, cache.Options{KeyPrefix: prefix, Poll: o.poll, Logger: log, ColdLimit: o.coldLimit, ColdWait: o.coldWait})
+		s.cache = cache.New(src, o.redis, cache.Options{KeyPrefix: prefix, Poll: o.poll, Logger: log, ColdLimit: o.coldLimit, ColdWait: o.coldWait, StaleIfError: staleIfError,
+			ReadTimeout: o.readTimeout})
 		if err := s.cache.Refresh(context.Background()); err != nil {
 			t.Fatalf("refresh generation: %v", err)
 		}
@@ -267,9 +275,13 @@ func newStack(t *testing.T, gdb *gorm.DB, o stackOptions) *stack {
 		}
 		reportsAPI = s.cache
 	}
+	now := o.now
+	if now == nil {
+		now = func() time.Time { return testNow }
+	}
 	// No limit unless the test sets one: the API tests make many requests from one address.
-	cfg := app.Config{CDN: cdn, RateLimit: ratelimit.Config{PerMinute: 1_000_000, Burst: 1_000_000}}
-	opts := []app.Option{app.WithDB(gdb), app.WithReports(reportsAPI), app.WithClock(func() time.Time { return testNow })}
+	cfg := app.Config{CDN: cdn, RateLimit: ratelimit.Config{PerMinute: 1_000_000, Burst: 1_000_000}, StaleIfError: staleIfError}
+	opts := []app.Option{app.WithDB(gdb), app.WithReports(reportsAPI), app.WithClock(now)}
 	if o.limiter != nil {
 		opts = append(opts, app.WithLimiter(o.limiter))
 	}

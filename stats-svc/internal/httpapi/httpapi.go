@@ -21,6 +21,7 @@ import (
 	"forumstats.local/shared/ratelimit"
 	"forumstats.local/shared/server"
 	"forumstats.local/stats-svc/internal/answers"
+	"forumstats.local/stats-svc/internal/export"
 	"forumstats.local/stats-svc/internal/query"
 	"forumstats.local/stats-svc/internal/web"
 )
@@ -51,14 +52,19 @@ type Options struct {
 	Ready []server.Check
 	// Dashboard is served at / and /static/* (nil: none).
 	Dashboard *web.Dashboard
+	// StaleIfError is the Cache-Control stale-if-error of every answer: how long the service
+	// keeps answering from its caches while the database is unreachable (0: not announced).
+	StaleIfError time.Duration
 }
 
 // allowed is the Allow header of every 405: the service only reads.
 const allowed = "GET, HEAD"
 
 type api struct {
-	reports Reports
-	now     func() time.Time
+	reports      Reports
+	now          func() time.Time
+	staleIfError time.Duration
+	csv          *csvMemo
 }
 
 // New returns stats-svc's HTTP handler: shared/server's middleware and probes, the API answering
@@ -92,11 +98,14 @@ func mountDashboard(e *echo.Echo, d *web.Dashboard) {
 	e.Any("/static/*", func(c echo.Context) error { return refusal(d.File(c.Response(), c.Request(), c.Param("*"))) })
 }
 
+// csvMemoBytes bounds the rendered CSVs kept (csvMemo).
+const csvMemoBytes = 32 << 20
+
 // register adds the three operations and the OpenAPI document, each with and
 // without a trailing slash, the CORS header every response carries and the
 // per-client rate limit of every route but the probes.
 func register(e *echo.Echo, reports Reports, opts Options) {
-	a := &api{reports: reports, now: opts.Now}
+	a := &api{reports: reports, now: opts.Now, staleIfError: opts.StaleIfError, csv: newCSVMemo(csvMemoBytes)}
 	e.Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			c.Response().Header().Set(echo.HeaderAccessControlAllowOrigin, "*")
@@ -108,18 +117,22 @@ func register(e *echo.Echo, reports Reports, opts Options) {
 	}
 	// Any, not GET+HEAD: otherwise Echo's router answers OPTIONS with 204
 	// itself, and every method but GET and HEAD is 405 (OPTIONS included).
-	for path, get := range map[string]operation{
-		"/api/chat-statistics": a.statistics,
-		"/api/chat-icons":      a.icons,
-		"/api/chat-series":     a.series,
+	// An exporter (non-nil) lets the operation answer in CSV too (format=csv or Accept).
+	for path, op := range map[string]struct {
+		get    operation
+		export exporter
+	}{
+		"/api/chat-statistics": {a.statistics, answers.StatisticsTable},
+		"/api/chat-icons":      {a.icons, nil},
+		"/api/chat-series":     {a.series, answers.SeriesTable},
 	} {
-		h := a.handler(get)
+		h := a.handler(op.get, op.export)
 		e.Any(path, h)
 		e.Any(path+"/", h)
 	}
 	document := a.handler(func(context.Context, url.Values, time.Time) (answers.Answer, error) {
 		return openAPIAnswer, nil
-	})
+	}, nil)
 	e.Any("/api/openapi.json", document)
 	e.Any("/api/openapi.json/", document)
 }
@@ -140,19 +153,37 @@ func OpenAPI() []byte { return openAPIDoc }
 // operation answers a request's query string at the moment now.
 type operation func(ctx context.Context, values url.Values, now time.Time) (answers.Answer, error)
 
-// handler serves get on GET and HEAD (405 otherwise), with its ETag and Cache-Control.
-func (a *api) handler(get operation) echo.HandlerFunc {
+// exporter flattens an operation's JSON answer into a table for CSV, and names its file.
+type exporter func(body []byte) (filename string, t export.Table, err error)
+
+// handler serves get on GET and HEAD (405 otherwise), with its ETag and Cache-Control; with an
+// exporter, in the format the request chooses (checked before the operation's parameters are
+// read, so that a bad format costs no read).
+func (a *api) handler(get operation, exp exporter) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if err := readOnly(c); err != nil {
 			return err
 		}
 		now := a.now()
 		// Not Echo's QueryParams: it drops a pair with a broken escape, which must fail its check.
-		ans, err := get(c.Request().Context(), form.Parse(c.Request().URL.RawQuery), now)
+		values := form.Parse(c.Request().URL.RawQuery)
+		format := query.FormatJSON
+		if exp != nil {
+			// The representation depends on Accept: a shared cache must key on it.
+			c.Response().Header().Add(echo.HeaderVary, echo.HeaderAccept)
+			var err error
+			if format, err = query.ParseFormat(values, c.Request().Header.Values(echo.HeaderAccept)); err != nil {
+				return err
+			}
+		}
+		ans, err := get(c.Request().Context(), values, now)
 		if err != nil {
 			return err
 		}
-		return answer(c, ans, now)
+		if format == query.FormatCSV {
+			return a.answerCSV(c, ans, exp, now)
+		}
+		return a.answer(c, ans, now)
 	}
 }
 
@@ -225,8 +256,14 @@ func readOnly(c echo.Context) error {
 // write sends a JSON body; HEAD gets the same headers, Content-Length
 // included, and no body.
 func write(c echo.Context, status int, body []byte) error {
+	return writeAs(c, status, echo.MIMEApplicationJSON, body)
+}
+
+// writeAs sends body as contentType; HEAD gets the same headers, Content-Length included, and
+// no body.
+func writeAs(c echo.Context, status int, contentType string, body []byte) error {
 	h := c.Response().Header()
-	h.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	h.Set(echo.HeaderContentType, contentType)
 	h.Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
 	c.Response().WriteHeader(status)
 	if c.Request().Method == http.MethodHead {

@@ -39,7 +39,7 @@ func TestOpenAPIServed(t *testing.T) {
 // The dashboard's files are text; openapi3filter decodes only the types it knows, so that their
 // bodies (and a multi-range answer) are validated as the strings the document declares.
 func init() {
-	for _, mime := range []string{"text/html", "text/css", "text/javascript", "multipart/byteranges"} {
+	for _, mime := range []string{"text/html", "text/css", "text/javascript", "text/csv", "multipart/byteranges"} {
 		openapi3filter.RegisterBodyDecoder(mime, openapi3filter.PlainBodyDecoder)
 	}
 }
@@ -124,6 +124,13 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 			if isAPI {
 				check(good.url, method, concrete, q+"&server=x", nil)
 				check(good.url, method, concrete, q+"&server=4", nil)
+			}
+			if base == statsPath || base == seriesPath { // the CSV exports
+				check(good.url, method, concrete, q+"&format=csv", nil)
+				check(good.url, method, concrete, q+"&format=csv", map[string]string{"If-None-Match": "*"})
+				check(good.url, method, concrete, q, map[string]string{"Accept": "text/csv"})
+				check(good.url, method, concrete, q+"&format=xml", nil)
+				check(busy.url, method, concrete, q+"&format=csv", nil)
 			}
 			if path == "/" || strings.HasPrefix(path, "/static/") {
 				// net/http's file server: ranges, preconditions.

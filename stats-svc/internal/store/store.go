@@ -51,9 +51,21 @@ func New(gdb *gorm.DB, links answers.Links) *Store {
 func (s *Store) Generation(ctx context.Context) (int64, error) {
 	// From where the data comes: a generation newer than the data read would cache old data
 	// under it.
-	return db.ReadValue(ctx, s.reads, s.db, func(gdb *gorm.DB) (int64, error) {
+	gen, err := db.ReadValue(ctx, s.reads, s.db, func(gdb *gorm.DB) (int64, error) {
 		return reports.Generation(ctx, gdb)
 	})
+	return gen, unavailable(err)
+}
+
+// unavailable marks an error that means the database could not be reached (refused, dropped or
+// timed-out connection, server shutting down: db.IsConnectionError) as
+// answers.ErrDatabaseUnavailable, so that the cache may answer from its stale copies and the
+// client gets 503, never 500; any other error (a statement's) stays as it is.
+func unavailable(err error) error {
+	if err == nil || !db.IsConnectionError(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", answers.ErrDatabaseUnavailable, err)
 }
 
 // Statistics composes the statistics answer for q at the moment now.
@@ -145,12 +157,12 @@ type view struct {
 // without one: the generation is still read first, so the data is never older
 // than the generation it is cached under.
 func (s *Store) read(ctx context.Context, fn func(v view) error) error {
-	return db.ReadOn(ctx, s.reads, s.db, func(gdb *gorm.DB) error {
+	return unavailable(db.ReadOn(ctx, s.reads, s.db, func(gdb *gorm.DB) error {
 		if !s.dialect.SnapshotReads {
 			return fn(view{tx: gdb.WithContext(ctx), pool: gdb})
 		}
 		return s.snapshot(ctx, gdb, "", fn)
-	})
+	}))
 }
 
 // snapshot runs fn in a read-only repeatable-read transaction on one connection of pool,
