@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	cdplog "github.com/chromedp/cdproto/log"
@@ -645,7 +646,8 @@ func TestDashboardInChromium(t *testing.T) {
 		}
 	})
 
-	t.Run("CSV links", func(t *testing.T) {
+	t.Run("CSV links and a download", func(t *testing.T) {
+		b := b.on(t)
 		first := reports.Day{Year: month.Year, Month: month.Month, Day: 1}
 		links := evaluate[map[string]string](t, ctx, `Object.fromEntries(["servers-csv", "series-csv", "channels-csv"].map(id => [id, document.getElementById(id).href]))`)
 		want := map[string]string{
@@ -657,6 +659,26 @@ func TestDashboardInChromium(t *testing.T) {
 			if links[id] != w {
 				t.Errorf("%s: %q, want %q", id, links[id], w)
 			}
+		}
+		// Following a link downloads the API's CSV under its own name.
+		dir := t.TempDir()
+		b.do(chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := cdp.Call(ctx, chromedp.FromContext(ctx).Browser, cdpbrowser.SetDownloadBehavior,
+				cdpbrowser.SetDownloadBehaviorParams{Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir})
+			return err
+		}), chromedp.Evaluate[chromedp.Void](`document.getElementById("series-csv").click()`))
+		name := filepath.Join(dir, "chat-series-all-"+first.String()+"-"+today.String()+".csv")
+		var got []byte
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if got, err = os.ReadFile(name); err == nil && bytes.HasSuffix(got, []byte("\r\n")) {
+				break
+			}
+		}
+		lines := strings.Split(strings.TrimSuffix(string(got), "\r\n"), "\r\n")
+		if days := first.DaysUntil(today) + 1; len(lines) != 1+2*days || lines[0] != "date,server_number,server_name,guild_id,messages,status" ||
+			!strings.HasPrefix(lines[1], first.String()+",1,Alpha,111,") || !strings.HasPrefix(lines[2], first.String()+",2,Beta,222,,missing") {
+			entries, _ := os.ReadDir(dir)
+			t.Errorf("downloaded %s (%v): %d lines, want 1 + 2 × %d: %.300q", name, entries, len(lines), days, got)
 		}
 	})
 
