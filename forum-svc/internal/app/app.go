@@ -136,7 +136,7 @@ func openDB(ctx context.Context, url string, log *slog.Logger, apply bool) (*gor
 type Service struct {
 	Handler *echo.Echo
 
-	retries retrySweeper // the primary's store: the sweep deletes there, whatever the reads use
+	retries retrySweeper // the store: its sweep deletes on the primary, whatever the reads use
 	log     *slog.Logger
 	now     func() time.Time
 }
@@ -157,18 +157,11 @@ type Options struct {
 // NewService builds the HTTP service over an open database and an optional Redis client (nil:
 // in-process rate limits).
 func NewService(gdb *gorm.DB, rc *redis.Client, rl ratelimit.Config, log *slog.Logger, opts Options) (*Service, error) {
-	primary, err := store.New(gdb)
+	st, err := store.New(gdb)
 	if err != nil {
 		return nil, err
 	}
-	var st forumStore = primary
-	if opts.Reads != nil && opts.Reads.Replica() {
-		replica, err := store.New(opts.Reads.ReplicaDB())
-		if err != nil {
-			return nil, err
-		}
-		st = store.NewRouted(primary, replica, opts.Reads)
-	}
+	st.RouteReads(opts.Reads)
 	if opts.Auth.Now == nil {
 		opts.Auth.Now = opts.Now
 	}
@@ -199,7 +192,7 @@ func NewService(gdb *gorm.DB, rc *redis.Client, rl ratelimit.Config, log *slog.L
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{Handler: h, retries: primary, log: log, now: opts.Now}, nil
+	return &Service{Handler: h, retries: st, log: log, now: opts.Now}, nil
 }
 
 // Serve runs `forum-svc serve` until ctx is done.
@@ -223,10 +216,4 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// The sweep ends before the database closes, also when the server fails to start.
 	defer svc.startSweep(ctx, cfg.RetrySweepInterval)()
 	return server.Run(ctx, svc.Handler, cfg.HTTPAddr, log)
-}
-
-// forumStore is what the service needs of its store: a Store, or a Routed pair of them.
-type forumStore interface {
-	conversation.Store
-	auth.Store
 }
