@@ -16,9 +16,12 @@ import (
 // messagePagePostgres is MessagePage on PostgreSQL, the request that every page view makes, and
 // the store's one path around GORM. It runs pageSQL on a connection of gdb's pool, but through
 // pgx itself, scanning into typed destinations: database/sql's pgx adapter boxes every column of
-// every row into an interface value. forum-svc/README.md shows what this buys (+8.7 % of the
-// page rate, 6-15 % less CPU a request), and that decoding the raw column bytes by hand bought
-// nothing more. The statement is GORM's rendering of pageSQL, made once (renderPage).
+// every row into an interface value. forum-svc/README.md shows what this buys, and that decoding
+// the raw column bytes by hand bought nothing more: against the same page read through GORM's
+// rows, in alternating rounds of go run ./tools/bench/forum -compare, 9 % less service CPU a
+// request (148 and 147 against 163 and 161 µs in two runs), a 4-10 % lower median latency and
+// +11.4 % and +1.9 % of HTTP/pgbench (2026-11-26, load average 9-20); +8.7 % and 6-15 % less CPU
+// on 2026-11-24. The statement is GORM's rendering of pageSQL, made once (renderPage).
 //
 // BenchmarkMessagePage, a 5-message page on PostgreSQL 15, 2026-11-26 (times scatter 3× on the
 // shared machine; the allocations do not): this path 21 allocations, 1.8 kB; rendering the
