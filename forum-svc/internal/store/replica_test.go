@@ -72,7 +72,7 @@ func routedPair(t *testing.T, clock *testutil.Clock) (r *store.Store, primary *g
 	return st, dbs[0], dropReplica
 }
 
-func TestRoutedReadsAndWrites(t *testing.T) {
+func TestReplicaReadsAndWrites(t *testing.T) {
 	ctx := context.Background()
 	clock := testutil.NewClock(time.Now())
 	r, primary, dropReplica := routedPair(t, clock)
@@ -147,7 +147,7 @@ func TestRoutedReadsAndWrites(t *testing.T) {
 // The conversations API with routed reads: the list and /api/me/ read the replica, the options the
 // writes check against come from the primary, and every write runs on the primary and pins its
 // writer's reads there.
-func TestRoutedConversationsAPI(t *testing.T) {
+func TestReplicaConversationsAPI(t *testing.T) {
 	ctx := context.Background()
 	clock := testutil.NewClock(time.Now())
 	r, primary, _ := routedPair(t, clock)
