@@ -1,6 +1,12 @@
 // Package db opens the relational database of a service: PostgreSQL in production, or the
 // embedded SQLite for a newcomer's machine. Both go through the same GORM code; only the
 // dialect-specific migrations differ.
+//
+// Reads (replica.go) routes a service's reads to an optional read replica: fail-open (a replica
+// that cannot be reached is skipped for a while and the read re-run on the primary) and
+// read-your-writes (a user's reads stay on the primary for a few seconds after that user wrote).
+// GORM's dbresolver plugin was weighed for it and not used: it chooses a pool before a statement
+// runs and returns the replica's error, so it can carry neither rule.
 package db
 
 import (

@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -61,24 +60,38 @@ type ReadsOptions struct {
 	Logger *slog.Logger
 }
 
+// NoKey is the key of a read that no write pins: one that follows no user (an API key's lookup,
+// a statistics answer), routed by the replica's health alone.
+const NoKey int64 = 0
+
 // Reads routes reads between the primary and an optional read replica: to the replica while it
 // answers, to the primary for SkipFor after it failed (a connection error, never a query's own
-// error), and always to the primary without a replica. Writes never go through it. A read that
-// fails on the replica is run again on the primary, so a replica's failure never fails a
-// request the primary can answer.
+// error), and always to the primary without a replica. A read that fails on the replica is run
+// again on the primary, so a replica's failure never fails a request the primary can answer.
+// Writes never go through it; a writer calls Pin with its key (a user id), and that key's reads
+// stay on the primary for PinFor, so that replication lag never shows a user their own write
+// undone.
+//
+// It is the one routing of both services, a small wrapper rather than GORM's dbresolver plugin:
+// dbresolver picks a pool before the statement runs (its policy sees the pools, not the error
+// nor the reader) and returns a replica's failure to the caller, so it has neither the re-run
+// on the primary nor the skipping of a failed replica, and it would route by guessing from the
+// statement's text (SELECT or not) instead of by the user who wrote; a read that runs on pgx
+// itself (a service's hot path) bypasses its callbacks too. Reads hands the read the database
+// to run on, whatever way the read reaches it.
 type Reads struct {
-	primary, replica       *gorm.DB
-	primarySQL, replicaSQL *sql.DB
-	opts                   ReadsOptions
-	fallbacks              prometheus.Counter
-	skipUntil              atomic.Int64 // unix nanoseconds
+	primary, replica *gorm.DB
+	opts             ReadsOptions
+	fallbacks        prometheus.Counter
+	skipUntil        atomic.Int64 // unix nanoseconds
 
 	mu      sync.Mutex
 	pins    map[int64]time.Time
 	sweepAt time.Time
 }
 
-// NewReads routes reads between primary and replica (nil: all to the primary).
+// NewReads routes reads between primary and replica (nil: all to the primary), which must be
+// the same kind of database.
 func NewReads(primary, replica *gorm.DB, opts ReadsOptions) (*Reads, error) {
 	if opts.SkipFor <= 0 {
 		opts.SkipFor = DefaultSkipReplicaFor
@@ -89,15 +102,11 @@ func NewReads(primary, replica *gorm.DB, opts ReadsOptions) (*Reads, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	r := &Reads{primary: primary, replica: replica, opts: opts, pins: map[int64]time.Time{}}
-	var err error
-	if r.primarySQL, err = primary.DB(); err != nil {
-		return nil, err
+	if replica != nil && DialectOf(replica) != DialectOf(primary) {
+		return nil, errors.New("the read replica must be the same kind of database as the primary")
 	}
+	r := &Reads{primary: primary, replica: replica, opts: opts, pins: map[int64]time.Time{}}
 	if replica != nil {
-		if r.replicaSQL, err = replica.DB(); err != nil {
-			return nil, err
-		}
 		r.fallbacks = fallbacks().WithLabelValues(opts.Service)
 	}
 	return r, nil
@@ -113,15 +122,12 @@ func OpenReads(primary *gorm.DB, readURL string, opts ReadsOptions) (*Reads, err
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_READ_URL: %w", err)
 	}
-	if DialectOf(replica) != DialectOf(primary) {
-		Close(replica)
-		return nil, errors.New("DATABASE_READ_URL: the replica must be the same kind of database as DATABASE_URL")
-	}
 	r, err := NewReads(primary, replica, opts)
 	if err != nil {
 		Close(replica)
+		return nil, fmt.Errorf("DATABASE_READ_URL: %w", err)
 	}
-	return r, err
+	return r, nil
 }
 
 // Close closes the replica's pool (the primary belongs to the caller).
@@ -131,68 +137,40 @@ func (r *Reads) Close() {
 	}
 }
 
-// Replica reports whether a replica is configured.
-func (r *Reads) Replica() bool { return r.replica != nil }
+// Replica reports whether a replica is configured (false on a nil Reads).
+func (r *Reads) Replica() bool { return r != nil && r.replica != nil }
 
-// ReplicaDB is the replica (nil without one).
-func (r *Reads) ReplicaDB() *gorm.DB { return r.replica }
-
-// Primary is the primary database.
-func (r *Reads) Primary() *gorm.DB { return r.primary }
-
-// PrimarySQL is the primary's pool.
-func (r *Reads) PrimarySQL() *sql.DB { return r.primarySQL }
-
-// Read runs fn on the replica, or on the primary when there is none, it is being skipped, or
-// it failed during fn (fn then runs again on the primary: it must only read).
-func (r *Reads) Read(ctx context.Context, fn func(*gorm.DB) error) error {
-	return r.Do(ctx, func(replica bool) error {
-		if replica {
-			return fn(r.replica)
-		}
+// Read runs fn on the replica, or on the primary when there is none, it is being skipped, key
+// wrote within PinFor (Pin; NoKey: no such check), or it failed during fn (fn then runs again on
+// the primary: it must only read).
+func (r *Reads) Read(ctx context.Context, key int64, fn func(*gorm.DB) error) error {
+	if r.Pinned(key) || !r.useReplica() {
 		return fn(r.primary)
-	})
+	}
+	err := fn(r.replica)
+	if err == nil || !r.failed(ctx, err) {
+		return err
+	}
+	return fn(r.primary)
 }
 
 // ReadOn is r.Read, or fn on primary when r is nil: for a reader whose reads are routed only
 // once it is given the service's Reads (tests build it without).
-func ReadOn(ctx context.Context, r *Reads, primary *gorm.DB, fn func(*gorm.DB) error) error {
+func ReadOn(ctx context.Context, r *Reads, primary *gorm.DB, key int64, fn func(*gorm.DB) error) error {
 	if r == nil {
 		return fn(primary)
 	}
-	return r.Read(ctx, fn)
+	return r.Read(ctx, key, fn)
 }
 
 // ReadValue is ReadOn for a read with one result: the result of the run that answered.
-func ReadValue[T any](ctx context.Context, r *Reads, primary *gorm.DB, fn func(*gorm.DB) (T, error)) (T, error) {
+func ReadValue[T any](ctx context.Context, r *Reads, primary *gorm.DB, key int64, fn func(*gorm.DB) (T, error)) (T, error) {
 	var out T
-	err := ReadOn(ctx, r, primary, func(gdb *gorm.DB) (err error) {
+	err := ReadOn(ctx, r, primary, key, func(gdb *gorm.DB) (err error) {
 		out, err = fn(gdb)
 		return err
 	})
 	return out, err
-}
-
-// ReadSQL is Read on the database/sql pools.
-func (r *Reads) ReadSQL(ctx context.Context, fn func(*sql.DB) error) error {
-	return r.Do(ctx, func(replica bool) error {
-		if replica {
-			return fn(r.replicaSQL)
-		}
-		return fn(r.primarySQL)
-	})
-}
-
-// Do is Read for a caller that holds its own handles on both databases: fn(true) reads the
-// replica, fn(false) the primary.
-func (r *Reads) Do(ctx context.Context, fn func(replica bool) error) error {
-	if r.useReplica() {
-		err := fn(true)
-		if err == nil || !r.failed(ctx, err) {
-			return err
-		}
-	}
-	return fn(false)
 }
 
 func (r *Reads) useReplica() bool {
@@ -220,10 +198,10 @@ func (r *Reads) failed(ctx context.Context, err error) bool {
 	return true
 }
 
-// Pin keeps key's reads (Pinned) on the primary for PinFor from now. Without a replica it
-// does nothing.
+// Pin keeps key's reads (Pinned) on the primary for PinFor from now. Without a replica (or a
+// Reads), or for NoKey, it does nothing.
 func (r *Reads) Pin(key int64) {
-	if r.replica == nil {
+	if !r.Replica() || key == NoKey {
 		return
 	}
 	now := r.opts.Now()
@@ -242,7 +220,7 @@ func (r *Reads) Pin(key int64) {
 
 // Pinned reports whether key wrote within PinFor.
 func (r *Reads) Pinned(key int64) bool {
-	if r.replica == nil {
+	if !r.Replica() || key == NoKey {
 		return false
 	}
 	r.mu.Lock()

@@ -47,17 +47,14 @@ func pair(t *testing.T) (admin, primaryURL, replicaURL string, drop func()) {
 }
 
 func which(ctx context.Context, r *db.Reads) (string, error) {
-	var name string
-	err := r.Read(ctx, func(gdb *gorm.DB) error {
-		return gdb.WithContext(ctx).Raw("SELECT name FROM which").Scan(&name).Error
-	})
-	return name, err
+	return whichAs(ctx, r, db.NoKey)
 }
 
-func whichSQL(ctx context.Context, r *db.Reads) (string, error) {
+// whichAs is which for a read of key (whose writes pin it to the primary).
+func whichAs(ctx context.Context, r *db.Reads, key int64) (string, error) {
 	var name string
-	err := r.ReadSQL(ctx, func(pool *sql.DB) error {
-		return pool.QueryRowContext(ctx, "SELECT name FROM which").Scan(&name)
+	err := r.Read(ctx, key, func(gdb *gorm.DB) error {
+		return gdb.WithContext(ctx).Raw("SELECT name FROM which").Scan(&name).Error
 	})
 	return name, err
 }
@@ -72,10 +69,8 @@ func TestReadsRouting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	for _, read := range []func(context.Context, *db.Reads) (string, error){which, whichSQL} {
-		if got, err := read(ctx, r); got != "replica" || err != nil {
-			t.Fatalf("read: %q, %v; want the replica", got, err)
-		}
+	if got, err := which(ctx, r); got != "replica" || err != nil {
+		t.Fatalf("read: %q, %v; want the replica", got, err)
 	}
 	// ReadValue goes through r, and to the primary where the reader was given no Reads.
 	name := func(gdb *gorm.DB) (string, error) {
@@ -87,12 +82,12 @@ func TestReadsRouting(t *testing.T) {
 		reads *db.Reads
 		want  string
 	}{{r, "replica"}, {nil, "primary"}} {
-		if got, err := db.ReadValue(ctx, c.reads, primary, name); got != c.want || err != nil {
+		if got, err := db.ReadValue(ctx, c.reads, primary, db.NoKey, name); got != c.want || err != nil {
 			t.Fatalf("ReadValue: %q, %v; want the %s", got, err, c.want)
 		}
 	}
 	// A statement's own error is returned, not retried on the primary.
-	err = r.Read(ctx, func(gdb *gorm.DB) error { return gdb.Exec("SELECT * FROM no_such_table").Error })
+	err = r.Read(ctx, db.NoKey, func(gdb *gorm.DB) error { return gdb.Exec("SELECT * FROM no_such_table").Error })
 	if err == nil || db.IsConnectionError(err) {
 		t.Fatalf("statement error: %v", err)
 	}
@@ -100,22 +95,38 @@ func TestReadsRouting(t *testing.T) {
 		t.Fatalf("a statement error made the replica skipped: %q", got)
 	}
 
-	// Pins: a writer's reads stay on the primary for PinFor.
+	// Pins: a writer's reads stay on the primary for PinFor; other readers' stay on the replica.
+	// reads says where keys 7, 8 and NoKey read.
+	reads := func(want7, want8 string) {
+		t.Helper()
+		for key, want := range map[int64]string{7: want7, 8: want8, db.NoKey: "replica"} {
+			if got, err := whichAs(ctx, r, key); got != want || err != nil {
+				t.Fatalf("key %d reads the %q (%v), want the %s", key, got, err, want)
+			}
+			if got, err := db.ReadValue(ctx, r, primary, key, name); got != want || err != nil {
+				t.Fatalf("ReadValue of key %d: the %q (%v), want the %s", key, got, err, want)
+			}
+		}
+	}
 	if r.Pinned(7) {
 		t.Fatal("pinned before any write")
 	}
 	r.Pin(7)
-	if !r.Pinned(7) || r.Pinned(8) {
+	r.Pin(db.NoKey) // pins nothing: NoKey reads follow no writer
+	if !r.Pinned(7) || r.Pinned(8) || r.Pinned(db.NoKey) {
 		t.Fatal("pin")
 	}
+	reads("primary", "replica")
 	clock.Add(db.DefaultPinAfterWrite - time.Millisecond)
 	if !r.Pinned(7) {
 		t.Fatal("pin ended early")
 	}
+	reads("primary", "replica")
 	clock.Add(time.Millisecond)
 	if r.Pinned(7) {
 		t.Fatal("pin did not end")
 	}
+	reads("replica", "replica")
 
 	// Without a replica everything is the primary, and nothing is pinned.
 	none, err := db.OpenReads(primary, "", db.ReadsOptions{})
@@ -123,8 +134,28 @@ func TestReadsRouting(t *testing.T) {
 		t.Fatal(err)
 	}
 	none.Pin(7)
-	if got, _ := which(ctx, none); got != "primary" || none.Pinned(7) || none.Replica() {
+	if got, _ := whichAs(ctx, none, 7); got != "primary" || none.Pinned(7) || none.Replica() {
 		t.Fatalf("no replica: %q", got)
+	}
+	// A nil Reads (a reader given none) pins nothing and has no replica.
+	var unset *db.Reads
+	unset.Pin(7)
+	if unset.Pinned(7) || unset.Replica() {
+		t.Fatal("a nil Reads pinned or has a replica")
+	}
+}
+
+// A replica of another kind of database than the primary is refused.
+func TestReadsSameKind(t *testing.T) {
+	_, primaryURL, _, _ := pair(t)
+	primary := tu.OpenDB(t, primaryURL)
+	lite, err := db.Open(context.Background(), "sqlite:"+t.TempDir()+"/replica.db", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(lite)
+	if _, err := db.NewReads(primary, lite, db.ReadsOptions{}); err == nil {
+		t.Fatal("a SQLite replica of a PostgreSQL primary was accepted")
 	}
 }
 
@@ -173,12 +204,12 @@ func TestReadsFallback(t *testing.T) {
 			}
 			// Skipped: the replica is not tried (the function runs once, on the primary).
 			tries := 0
-			err = r.Read(ctx, func(gdb *gorm.DB) error { tries++; return gdb.Exec("SELECT 1").Error })
+			err = r.Read(ctx, db.NoKey, func(gdb *gorm.DB) error { tries++; return gdb.Exec("SELECT 1").Error })
 			if err != nil || tries != 1 {
 				t.Fatalf("while skipped: %d tries, %v", tries, err)
 			}
-			if got, _ := whichSQL(ctx, r); got != "primary" {
-				t.Fatalf("ReadSQL while skipped: %q", got)
+			if got, _ := whichAs(ctx, r, 9); got != "primary" {
+				t.Fatalf("a user's read while skipped: %q", got)
 			}
 			if n := counter(); n != 3 {
 				t.Fatalf("fallbacks %v while skipped", n)
@@ -186,7 +217,7 @@ func TestReadsFallback(t *testing.T) {
 			// After SkipFor the replica is tried again (and fails again here).
 			clock.Add(30 * time.Second)
 			tries = 0
-			err = r.Read(ctx, func(gdb *gorm.DB) error { tries++; return gdb.Exec("SELECT name FROM which").Error })
+			err = r.Read(ctx, db.NoKey, func(gdb *gorm.DB) error { tries++; return gdb.Exec("SELECT name FROM which").Error })
 			if err != nil || tries != 2 {
 				t.Fatalf("after SkipFor: %d tries, %v", tries, err)
 			}

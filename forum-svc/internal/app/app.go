@@ -43,7 +43,7 @@ type App struct {
 	cfg     Config
 	handler http.Handler
 
-	retries retrySweeper // the primary's store: the sweep deletes there, whatever the reads use
+	retries retrySweeper // the store: its sweep deletes on the primary, whatever the reads use
 	log     *slog.Logger
 	now     func() time.Time
 
@@ -79,19 +79,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 // build wires the store, the limiters, the authenticator and the handler over a's database.
 func (a *App) build(o options) error {
 	cfg, log, gdb, rc := a.cfg, a.log, a.backend.DB, a.backend.Redis
-	primary, err := store.New(gdb)
+	st, err := store.New(gdb)
 	if err != nil {
 		return err
 	}
-	var st forumStore = primary
-	if a.reads.Replica() {
-		replica, err := store.New(a.reads.ReplicaDB())
-		if err != nil {
-			return err
-		}
-		st = store.NewRouted(primary, replica, a.reads)
-	}
-	a.retries = primary
+	st.RouteReads(a.reads)
+	a.retries = st
 	rl := cfg.RateLimit
 	if rl == (ratelimit.Config{}) { // a Config built without LoadConfig: the defaults
 		rl = ratelimit.Config{PerMinute: DefaultRateLimit, Burst: ratelimit.DefaultBurst(DefaultRateLimit)}
@@ -148,10 +141,4 @@ func Serve(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer a.Close()
 	return a.Run(ctx)
-}
-
-// forumStore is what the service needs of its store: a Store, or a Routed pair of them.
-type forumStore interface {
-	conversation.Store
-	auth.Store
 }

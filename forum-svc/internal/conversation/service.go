@@ -108,8 +108,9 @@ type Store interface {
 	MarkRead(ctx context.Context, conversationID, userID, date int64) error
 	// MarkUnread sets the reader's last_read_date to 0.
 	MarkUnread(ctx context.Context, conversationID, userID int64) error
-	// UserExists tells whether the user exists (to name unknown recipients beside malformed ones).
-	UserExists(ctx context.Context, userID int64) (bool, error)
+	// UnknownUsers returns, in their order, the ids that name no user, in one query (to name
+	// unknown recipients beside malformed ones: up to maxRecipients of them).
+	UnknownUsers(ctx context.Context, ids []int64) ([]int64, error)
 	WriteStore
 }
 

@@ -317,36 +317,11 @@ func (s *Service) withUnknown(ctx context.Context, rs Recipients, err error) err
 	if !errors.As(err, &bad) || len(rs.IDs) == 0 {
 		return err
 	}
-	unknown, lerr := s.unknownUsers(ctx, rs.IDs)
+	unknown, lerr := s.store.UnknownUsers(ctx, rs.IDs)
 	if lerr != nil {
 		return lerr
 	}
 	return rs.Invalid(unknown)
-}
-
-// UnknownUsersFinder is a store that finds, in one query, which of ids name no user. A store that
-// has it is asked so; one without is asked user by user (UserExists), up to maxRecipients
-// questions for one refused request.
-type UnknownUsersFinder interface {
-	UnknownUsers(ctx context.Context, ids []int64) ([]int64, error)
-}
-
-// unknownUsers returns the ids that name no user.
-func (s *Service) unknownUsers(ctx context.Context, ids []int64) ([]int64, error) {
-	if f, ok := s.store.(UnknownUsersFinder); ok {
-		return f.UnknownUsers(ctx, ids)
-	}
-	var unknown []int64
-	for _, id := range ids {
-		ok, err := s.store.UserExists(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			unknown = append(unknown, id)
-		}
-	}
-	return unknown, nil
 }
 
 // Star sets or (without `star`) toggles the user's star.

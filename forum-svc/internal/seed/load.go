@@ -359,7 +359,7 @@ func CheckKey(keyType string, userID int64, scopes []string) error {
 	return checkKeyShape(keyType, userID, userID != 0, scopes)
 }
 
-// chunk is how many ids go into one IN list or how many rows into one INSERT.
+// chunk is how many ids go into one IN list (the inserts carry store.InsertBatch rows each).
 const chunk = 500
 
 func existing(tx *gorm.DB, query string, ids []int64) ([]int64, error) {

@@ -15,6 +15,7 @@ import (
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/conversation"
 	"forumstats.local/forum-svc/internal/seed"
+	"forumstats.local/forum-svc/internal/store"
 	"forumstats.local/forum-svc/migrations"
 	"forumstats.local/shared/db"
 	"forumstats.local/shared/migrate"
@@ -378,6 +379,54 @@ func TestSeedTakesWhatTheAPIWrites(t *testing.T) {
 WHERE c.conversation_id = 30`).Scan(&got)
 		if got.Title != title || got.Message != message {
 			t.Fatalf("stored title %d bytes, message %d bytes; want %d and %d", len(got.Title), len(got.Message), len(title), len(message))
+		}
+	})
+}
+
+// A file of more rows than one INSERT carries (store.InsertBatch) is written whole, and loading
+// it again updates the rows it names in every batch.
+func TestLoadManyRows(t *testing.T) {
+	const n = 2*store.InsertBatch + 1
+	file := func(name string) *seed.File {
+		f := &seed.File{}
+		c := seed.Conversation{ConversationID: 1, Title: "big", UserID: 1}
+		for i := int64(1); i <= n; i++ {
+			f.Users = append(f.Users, seed.User{UserID: i, Username: fmt.Sprintf("%s%d", name, i)})
+			if i > 1 && i <= 600 {
+				c.Recipients = append(c.Recipients, i)
+			}
+			date := 1_767_225_600 + i
+			c.Messages = append(c.Messages, seed.Message{MessageID: i, UserID: 1 + i%600, Message: fmt.Sprintf("%s message %d", name, i), MessageDate: &date})
+		}
+		f.Conversations = []seed.Conversation{c}
+		return f
+	}
+	dialects(t, func(t *testing.T, gdb *gorm.DB) {
+		ctx := context.Background()
+		count := func(q string) (n int64) {
+			t.Helper()
+			if err := gdb.Raw(q).Row().Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		for _, name := range []string{"first", "second"} {
+			if _, err := seed.Load(ctx, gdb, file(name), now); err != nil {
+				t.Fatalf("%s load: %v", name, err)
+			}
+			for q, want := range map[string]int64{
+				"SELECT COUNT(*) FROM users":                                                     n,
+				"SELECT COUNT(*) FROM users WHERE username LIKE '" + name + "%'":                 n,
+				"SELECT COUNT(*) FROM conversation_participants WHERE conversation_id = 1":       600,
+				"SELECT COUNT(*) FROM conversation_messages WHERE message LIKE '" + name + " %'": n,
+				"SELECT message_count FROM conversations WHERE conversation_id = 1":              n,
+				"SELECT COUNT(*) FROM conversation_messages WHERE position = message_id":         n,
+				"SELECT last_message_id FROM conversations WHERE conversation_id = 1":            n,
+			} {
+				if got := count(q); got != want {
+					t.Errorf("%s load: %s = %d, want %d", name, q, got, want)
+				}
+			}
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/store"
@@ -23,23 +24,26 @@ func write(ctx context.Context, tx *gorm.DB, f *File, now time.Time) (Summary, e
 		}
 	}
 
-	users := make([][]any, len(f.Users))
+	users := make([]store.User, len(f.Users))
 	for i, u := range f.Users {
-		users[i] = []any{u.UserID, u.Username}
+		users[i] = store.User{UserID: u.UserID, Username: u.Username}
 	}
-	if err := store.InsertRows(tx, "INSERT INTO users (user_id, username)", users,
-		"ON CONFLICT (user_id) DO UPDATE SET username = excluded.username"); err != nil {
+	if err := upsert(tx, users, []string{"user_id"}, "username"); err != nil {
 		return sum, err
 	}
 
-	var convs, participants, messages [][]any
-	var convIDs []int64
+	var (
+		convs        []store.Conversation
+		participants []store.Participant
+		messages     []store.Message
+		convIDs      []int64
+	)
 	for _, c := range f.Conversations {
 		convIDs = append(convIDs, c.ConversationID)
-		convs = append(convs, []any{c.ConversationID, c.Title, c.UserID})
+		convs = append(convs, store.Conversation{ConversationID: c.ConversationID, Title: c.Title, UserID: c.UserID})
 		members := append([]int64{c.UserID}, c.Recipients...)
 		for _, u := range members {
-			participants = append(participants, []any{c.ConversationID, u})
+			participants = append(participants, store.Participant{ConversationID: c.ConversationID, UserID: u})
 		}
 		// Participants no longer listed leave the conversation.
 		if err := tx.Exec("DELETE FROM conversation_participants WHERE conversation_id = ? AND user_id NOT IN ?",
@@ -48,16 +52,17 @@ func write(ctx context.Context, tx *gorm.DB, f *File, now time.Time) (Summary, e
 		}
 		for _, m := range c.Messages {
 			// A temporary negative position, unique (message ids are), until positions are recomputed.
-			messages = append(messages, []any{m.MessageID, c.ConversationID, m.UserID, m.Message, *m.MessageDate, -m.MessageID})
+			messages = append(messages, store.Message{MessageID: m.MessageID, ConversationID: c.ConversationID,
+				UserID: m.UserID, Message: m.Message, MessageDate: *m.MessageDate, Position: -m.MessageID})
 		}
 	}
 	sum.Messages = len(messages)
-	if err := store.InsertRows(tx, "INSERT INTO conversations (conversation_id, title, user_id)", convs,
-		"ON CONFLICT (conversation_id) DO UPDATE SET title = excluded.title, user_id = excluded.user_id"); err != nil {
+	if err := upsert(tx, convs, []string{"conversation_id"}, "title", "user_id"); err != nil {
 		return sum, err
 	}
-	if err := store.InsertRows(tx, "INSERT INTO conversation_participants (conversation_id, user_id)", participants,
-		"ON CONFLICT (conversation_id, user_id) DO NOTHING"); err != nil {
+	// A participant already in keeps their read state and star (renumber refreshes their copy of
+	// last_message_date).
+	if err := upsert(tx, participants, []string{"conversation_id", "user_id"}); err != nil {
 		return sum, err
 	}
 	for part := range slices.Chunk(convIDs, chunk) {
@@ -67,9 +72,7 @@ func write(ctx context.Context, tx *gorm.DB, f *File, now time.Time) (Summary, e
 			return sum, err
 		}
 	}
-	if err := store.InsertRows(tx, "INSERT INTO conversation_messages (message_id, conversation_id, user_id, message, message_date, position)", messages,
-		`ON CONFLICT (message_id) DO UPDATE SET user_id = excluded.user_id, message = excluded.message,
-		 message_date = excluded.message_date, position = excluded.position`); err != nil {
+	if err := upsert(tx, messages, []string{"message_id"}, "user_id", "message", "message_date", "position"); err != nil {
 		return sum, err
 	}
 	for part := range slices.Chunk(convIDs, chunk) {
@@ -101,6 +104,19 @@ func write(ctx context.Context, tx *gorm.DB, f *File, now time.Time) (Summary, e
 		}
 	}
 	return sum, nil
+}
+
+// upsert inserts rows, InsertBatch a statement; a row whose key (the columns of conflict)
+// exists already gets the new values of update, or is left as it is when update is empty.
+func upsert[T any](tx *gorm.DB, rows []T, conflict []string, update ...string) error {
+	onConflict := clause.OnConflict{DoNothing: len(update) == 0}
+	for _, c := range conflict {
+		onConflict.Columns = append(onConflict.Columns, clause.Column{Name: c})
+	}
+	if len(update) > 0 {
+		onConflict.DoUpdates = clause.AssignmentColumns(update)
+	}
+	return tx.Clauses(onConflict).CreateInBatches(rows, store.InsertBatch).Error
 }
 
 // renumber gives the messages of the conversations their positions, 1.. in (message_date,

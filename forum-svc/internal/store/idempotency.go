@@ -132,7 +132,7 @@ func (s *Store) SweepRetries(ctx context.Context, now int64, batch int) (int64, 
 	sweep := sweepSQL(s.dialect)
 	var total int64
 	for {
-		res := s.gdb.WithContext(ctx).Exec(sweep, expiredAt(now), batch)
+		res := s.db.WithContext(ctx).Exec(sweep, expiredAt(now), batch)
 		if res.Error != nil {
 			return total, fmt.Errorf("sweep expired Idempotency-Key rows: %w", res.Error)
 		}

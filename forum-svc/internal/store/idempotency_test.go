@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +115,27 @@ func TestRetryWhileTheFirstRuns(t *testing.T) {
 			var n int64
 			if err := gdb.Raw("SELECT COUNT(*) FROM conversation_messages WHERE message = 'once'").Scan(&n).Error; err != nil || n != 1 {
 				t.Fatalf("%d messages (%v); want 1", n, err)
+			}
+		})
+	}
+}
+
+// UnknownUsers names, in the order asked, the ids that are no user, on both databases.
+func TestUnknownUsers(t *testing.T) {
+	for _, dialect := range []string{"postgres", "sqlite"} {
+		t.Run(dialect, func(t *testing.T) {
+			st, _ := retryStore(t, dialect, 1_700_000_000)
+			for _, tt := range []struct {
+				ids, want []int64
+			}{
+				{nil, nil},
+				{[]int64{1, 2}, nil},
+				{[]int64{9, 2, 8, 1, 9}, []int64{9, 8, 9}},
+			} {
+				got, err := st.UnknownUsers(context.Background(), tt.ids)
+				if err != nil || !slices.Equal(got, tt.want) {
+					t.Errorf("UnknownUsers(%v) = %v, %v; want %v", tt.ids, got, err, tt.want)
+				}
 			}
 		})
 	}

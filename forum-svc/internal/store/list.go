@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	"gorm.io/gorm"
+
 	"forumstats.local/forum-svc/internal/conversation"
+	"forumstats.local/shared/db"
 )
 
 // The conversation list. A user's conversations are read from conversation_participants_inbox
@@ -48,10 +51,16 @@ func listWhere(userID int64, f conversation.ListFilter) (from, where string, arg
 
 // ListConversations implements conversation.WriteStore.
 func (s *Store) ListConversations(ctx context.Context, userID int64, f conversation.ListFilter, page int64) (conversation.ListRows, error) {
+	return db.ReadValue(ctx, s.reads, s.db, userID, func(gdb *gorm.DB) (conversation.ListRows, error) {
+		return listConversations(gdb.WithContext(ctx), userID, f, page)
+	})
+}
+
+func listConversations(q *gorm.DB, userID int64, f conversation.ListFilter, page int64) (conversation.ListRows, error) {
 	var out conversation.ListRows
 	from, where, args := listWhere(userID, f)
-	err := s.sql.QueryRowContext(ctx, rebind(`SELECT COUNT(*), (SELECT discussions_per_page FROM forum_options)
-FROM `+from+` WHERE `+where, s.dialect), args...).Scan(&out.Total, &out.PerPage)
+	err := q.Raw(`SELECT COUNT(*), (SELECT discussions_per_page FROM forum_options)
+FROM `+from+` WHERE `+where, args...).Row().Scan(&out.Total, &out.PerPage)
 	if err != nil {
 		return out, fmt.Errorf("count conversations: %w", err)
 	}
@@ -60,15 +69,14 @@ FROM `+from+` WHERE `+where, s.dialect), args...).Scan(&out.Total, &out.PerPage)
 	if offset >= out.Total {
 		return out, nil // an empty list, or a page past the last (the service says which)
 	}
-	q := rebind(`
+	rows, err := q.Raw(`
 SELECT `+conversationColumns+`
 FROM (SELECT p.conversation_id, p.last_message_date FROM `+from+` WHERE `+where+`
       ORDER BY p.last_message_date DESC, p.conversation_id DESC LIMIT ? OFFSET ?) page
 JOIN conversation_participants p ON p.conversation_id = page.conversation_id AND p.user_id = ?
 JOIN conversations c ON c.conversation_id = p.conversation_id
 JOIN users cu ON cu.user_id = c.user_id
-ORDER BY page.last_message_date DESC, page.conversation_id DESC`, s.dialect)
-	rows, err := s.sql.QueryContext(ctx, q, append(args, out.PerPage, offset, userID)...)
+ORDER BY page.last_message_date DESC, page.conversation_id DESC`, append(args, out.PerPage, offset, userID)...).Rows()
 	if err != nil {
 		return out, fmt.Errorf("list conversations: %w", err)
 	}
@@ -83,29 +91,29 @@ ORDER BY page.last_message_date DESC, page.conversation_id DESC`, s.dialect)
 	if err := rows.Err(); err != nil {
 		return out, fmt.Errorf("list conversations: %w", err)
 	}
-	return out, s.pageRecipients(ctx, out.Conversations)
+	return out, pageRecipients(q, out.Conversations)
 }
 
 // pageRecipients reads the recipients of a page of conversations in one statement (as recipients
 // does for one).
-func (s *Store) pageRecipients(ctx context.Context, convs []conversation.ConversationRow) error {
+func pageRecipients(q *gorm.DB, convs []conversation.ConversationRow) error {
 	if len(convs) == 0 {
 		return nil
 	}
 	at := make(map[int64]int, len(convs))
-	args := make([]any, len(convs))
+	ids := make([]int64, len(convs))
 	for i := range convs {
 		convs[i].Recipients = []conversation.Recipient{}
 		at[convs[i].ConversationID] = i
-		args[i] = convs[i].ConversationID
+		ids[i] = convs[i].ConversationID
 	}
-	rows, err := s.sql.QueryContext(ctx, rebind(`
+	rows, err := q.Raw(`
 SELECT p.conversation_id, p.user_id, u.username
 FROM conversation_participants p
 JOIN conversations c ON c.conversation_id = p.conversation_id
 JOIN users u ON u.user_id = p.user_id
-WHERE p.conversation_id IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(convs)), ", ")+`) AND p.user_id <> c.user_id
-ORDER BY p.conversation_id, p.user_id`, s.dialect), args...)
+WHERE p.conversation_id IN ? AND p.user_id <> c.user_id
+ORDER BY p.conversation_id, p.user_id`, ids).Rows()
 	if err != nil {
 		return fmt.Errorf("read recipients: %w", err)
 	}

@@ -1,19 +1,20 @@
 package store
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	"gorm.io/gorm"
+
 	"forumstats.local/forum-svc/internal/conversation"
 )
 
 // The message page, the request every page view makes. pageColumns is the one place that knows
 // its columns: pageSQL's select lists are built from it, and both decoders (messagePageSQL below,
-// through database/sql; readPage in pgpage.go, through pgx on PostgreSQL) fill the page
+// through GORM's rows; readPage in pgpage.go, through pgx on PostgreSQL) fill the page
 // through it, knowing only whether a column is a number or a text. Its parameters are known only
 // to pageArgs. Adding a column is a line in pageColumns and a field of conversation.MessageRow;
 // TestMessagePagePathsAgree holds the two decoders to the same answers.
@@ -117,9 +118,9 @@ func (b *pageBuilder) result() (conversation.PageRows, error) {
 	return b.out, nil
 }
 
-// messagePageSQL is MessagePage through database/sql, for SQLite (any driver).
-func (s *Store) messagePageSQL(ctx context.Context, conversationID, userID, page int64) (conversation.PageRows, error) {
-	rows, err := s.sql.QueryContext(ctx, s.q.page, pageArgs(conversationID, userID, page)...)
+// messagePageSQL is MessagePage through GORM (database/sql's rows), on q: for SQLite.
+func messagePageSQL(q *gorm.DB, conversationID, userID, page int64) (conversation.PageRows, error) {
+	rows, err := q.Raw(pageSQL, pageArgs(conversationID, userID, page)...).Rows()
 	if err != nil {
 		return conversation.PageRows{}, fmt.Errorf("read message page: %w", err)
 	}

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { testutil.Main(m, &pgURL, migrations.Set) }
 // takes part in nothing.
 var fixtureOnce sync.Once
 
-func openStore(t *testing.T) *Store {
+func openStore(t testing.TB) *Store {
 	t.Helper()
 	ctx := context.Background()
 	gdb := testutil.OpenDB(t, pgURL)
@@ -58,7 +58,7 @@ func openStore(t *testing.T) *Store {
 	return st
 }
 
-// The pgx path and the database/sql path give the same answers.
+// The pgx path and the GORM path give the same answers.
 func TestMessagePagePathsAgree(t *testing.T) {
 	st := openStore(t)
 	ctx := context.Background()
@@ -68,10 +68,10 @@ func TestMessagePagePathsAgree(t *testing.T) {
 	for _, user := range []int64{1, 2, 3} {
 		for page := int64(1); page <= 13; page++ { // 11 pages, then two past the end
 			k := key{user, page}
-			want[k], wantErr[k] = st.messagePageSQL(ctx, 1, user, page)
+			want[k], wantErr[k] = messagePageSQL(st.db.WithContext(ctx), 1, user, page)
 			got, err := st.MessagePage(ctx, 1, user, page)
 			if !errors.Is(err, wantErr[k]) || !reflect.DeepEqual(got, want[k]) {
-				t.Fatalf("user %d page %d: pgx %+v, %v; database/sql %+v, %v", user, page, got, err, want[k], wantErr[k])
+				t.Fatalf("user %d page %d: pgx %+v, %v; GORM %+v, %v", user, page, got, err, want[k], wantErr[k])
 			}
 		}
 	}
@@ -105,7 +105,10 @@ func TestMessagePageStatementError(t *testing.T) {
 	// The statement's page arithmetic overflows BIGINT for this page (the service clamps pages
 	// before they get here; this stands for any statement error).
 	for name, read := range map[string]func(context.Context, int64, int64, int64) (conversation.PageRows, error){
-		"pgx": st.MessagePage, "database/sql": st.messagePageSQL,
+		"pgx": st.MessagePage,
+		"GORM": func(ctx context.Context, c, u, p int64) (conversation.PageRows, error) {
+			return messagePageSQL(st.db.WithContext(ctx), c, u, p)
+		},
 	} {
 		if _, err := read(ctx, 1, 1, math.MaxInt64); err == nil || !strings.Contains(err.Error(), "out of range") {
 			t.Errorf("%s: the overflowing page got %v", name, err)
@@ -115,11 +118,53 @@ func TestMessagePageStatementError(t *testing.T) {
 
 func TestMessagePageDatabaseGone(t *testing.T) {
 	st := openStore(t)
-	if err := st.sql.Close(); err != nil {
+	pool, err := st.db.DB()
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, err := st.MessagePage(context.Background(), 1, 1, 1)
+	if err := pool.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.MessagePage(context.Background(), 1, 1, 1)
 	if err == nil || errors.Is(err, conversation.ErrConversationNotFound) {
 		t.Fatalf("with the pool closed a page read got %v", err)
+	}
+}
+
+// BenchmarkMessagePage reads a 5-message page of the fixture on PostgreSQL: through pgx with the
+// statement rendered once (the service's path), through pgx rendering it per call, and through
+// GORM's rows (database/sql, the SQLite path).
+//
+//	go test -run '^$' -bench MessagePage -benchmem ./forum-svc/internal/store/
+func BenchmarkMessagePage(b *testing.B) {
+	st := openStore(b)
+	ctx := context.Background()
+	perCall := func(ctx context.Context, c, u, p int64) (conversation.PageRows, error) {
+		q, err := renderPage(st.db)
+		if err != nil {
+			return conversation.PageRows{}, err
+		}
+		s := *st
+		s.pgPage = q
+		return s.messagePagePostgres(ctx, st.db, c, u, p)
+	}
+	for _, c := range []struct {
+		name string
+		read func(context.Context, int64, int64, int64) (conversation.PageRows, error)
+	}{
+		{"pgx", st.MessagePage},
+		{"pgx-render-per-call", perCall},
+		{"gorm", func(ctx context.Context, c, u, p int64) (conversation.PageRows, error) {
+			return messagePageSQL(st.db.WithContext(ctx), c, u, p)
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if p, err := c.read(ctx, 1, 1, 2); err != nil || len(p.Messages) != 5 {
+					b.Fatalf("%+v, %v", p, err)
+				}
+			}
+		})
 	}
 }

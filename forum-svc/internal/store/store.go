@@ -1,7 +1,13 @@
-// Package store is forum-svc's persistence on PostgreSQL or SQLite. The request-path reads go
-// straight to database/sql with statements written once and rebound for the dialect, except the
-// message page on PostgreSQL, which is decoded from pgx's raw values (page.go, pgpage.go); the
-// writes (the conversations API in writes.go, the CLI) go through GORM.
+// Package store is forum-svc's persistence on PostgreSQL or SQLite, reached two ways. Everything
+// goes through GORM: statements written once with ? placeholders, run with Raw(...).Row, Rows or
+// Scan and Exec, in GORM transactions for the writes, and the models of models.go inserted with
+// CreateInBatches. The one exception is the measured hot path, the message page on PostgreSQL,
+// decoded from pgx's typed values on a connection of GORM's pool (pgpage.go), whose statement
+// GORM renders too.
+//
+// Reads go through shared/db's Reads when the service has a read replica (RouteReads): each
+// read names the user it reads for, whose reads stay on the primary for a few seconds after that
+// user wrote; every write pins its user so.
 package store
 
 import (
@@ -9,7 +15,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,10 +27,12 @@ import (
 
 // Store implements conversation.Store and auth.Store.
 type Store struct {
-	gdb     *gorm.DB
-	sql     *sql.DB
+	db      *gorm.DB // the primary: every write, and the reads without a replica
 	dialect db.Dialect
-	q       queries
+	// reads routes the reads to a replica when one is set (RouteReads); nil: all on db.
+	reads *db.Reads
+	// pgPage is pageSQL as PostgreSQL takes it, rendered by GORM once ("": not PostgreSQL).
+	pgPage string
 }
 
 var (
@@ -35,12 +42,26 @@ var (
 
 // New wraps a database opened by shared/db.
 func New(gdb *gorm.DB) (*Store, error) {
-	sqlDB, err := gdb.DB()
-	if err != nil {
-		return nil, err
+	s := &Store{db: gdb, dialect: db.DialectOf(gdb)}
+	if s.dialect.NativeConn {
+		var err error
+		if s.pgPage, err = renderPage(gdb); err != nil {
+			return nil, err
+		}
 	}
-	dialect := db.DialectOf(gdb)
-	return &Store{gdb: gdb, sql: sqlDB, dialect: dialect, q: newQueries(dialect)}, nil
+	return s, nil
+}
+
+// RouteReads sends the reads to r's replica (while it answers and the reader has not just
+// written; to the primary otherwise). Call it before the first read.
+func (s *Store) RouteReads(r *db.Reads) { s.reads = r }
+
+// pinWriter keeps userID's reads on the primary (db.Reads.Pin): now, so that a read racing the
+// write goes there too, and again when the returned function runs after the write, so that the
+// window counts from when the write is visible. Use: defer s.pinWriter(userID)().
+func (s *Store) pinWriter(userID int64) func() {
+	s.reads.Pin(userID)
+	return func() { s.reads.Pin(userID) }
 }
 
 const conversationColumns = `c.conversation_id, c.title, c.user_id, cu.username, c.start_date,
@@ -88,44 +109,14 @@ FROM api_keys WHERE key_hash = ?`
 
 const userExistsSQL = `SELECT 1 FROM users WHERE user_id = ?`
 
-type queries struct {
-	page, conversation, message, recipients, markRead, markUnread, key, userExists, me string
-}
-
-func newQueries(d db.Dialect) queries {
-	r := func(q string) string { return rebind(q, d) }
-	return queries{
-		page: r(pageSQL), conversation: r(conversationSQL), message: r(messageSQL),
-		recipients: r(recipientsSQL), markRead: r(markReadSQL), markUnread: r(markUnreadSQL),
-		key: r(keySQL), userExists: r(userExistsSQL), me: r(meSQL),
-	}
-}
-
-// rebind turns ? placeholders into PostgreSQL's $1, $2, ... (the statements here have no ? in
-// literals); SQLite takes them as they are.
-func rebind(q string, d db.Dialect) string {
-	if d.Name != db.Postgres.Name {
-		return q
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 // MessagePage implements conversation.Store.
 func (s *Store) MessagePage(ctx context.Context, conversationID, userID, page int64) (conversation.PageRows, error) {
-	if s.dialect.NativeConn {
-		return s.messagePagePostgres(ctx, conversationID, userID, page)
-	}
-	return s.messagePageSQL(ctx, conversationID, userID, page)
+	return db.ReadValue(ctx, s.reads, s.db, userID, func(gdb *gorm.DB) (conversation.PageRows, error) {
+		if s.pgPage != "" {
+			return s.messagePagePostgres(ctx, gdb, conversationID, userID, page)
+		}
+		return messagePageSQL(gdb.WithContext(ctx), conversationID, userID, page)
+	})
 }
 
 func scanConversation(dest []any, c *conversation.ConversationRow) []any {
@@ -134,55 +125,57 @@ func scanConversation(dest []any, c *conversation.ConversationRow) []any {
 		&c.Open, &c.OpenInvite, &c.Starred)
 }
 
-// querier is a database or a transaction (a GORM transaction's ConnPool), for reads that also
-// make the answer of a write.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // Conversation implements conversation.Store.
 func (s *Store) Conversation(ctx context.Context, conversationID, userID int64) (conversation.ConversationRow, error) {
-	return s.conversationOn(ctx, s.sql, conversationID, userID)
+	return db.ReadValue(ctx, s.reads, s.db, userID, func(gdb *gorm.DB) (conversation.ConversationRow, error) {
+		return conversationOn(gdb.WithContext(ctx), conversationID, userID)
+	})
 }
 
-func (s *Store) conversationOn(ctx context.Context, q querier, conversationID, userID int64) (conversation.ConversationRow, error) {
+// conversationOn reads the conversation on q: a database, or the transaction of a write whose
+// answer it makes.
+func conversationOn(q *gorm.DB, conversationID, userID int64) (conversation.ConversationRow, error) {
 	var c conversation.ConversationRow
-	err := q.QueryRowContext(ctx, s.q.conversation, conversationID, userID).Scan(scanConversation(nil, &c)...)
+	err := q.Raw(conversationSQL, conversationID, userID).Row().Scan(scanConversation(nil, &c)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, conversation.ErrConversationNotFound
 	}
 	if err != nil {
 		return c, fmt.Errorf("read conversation: %w", err)
 	}
-	return c, s.recipients(ctx, q, &c)
+	return c, recipients(q, &c)
 }
 
 // Message implements conversation.Store.
-func (s *Store) Message(ctx context.Context, messageID, userID int64) (conversation.MessageRow, conversation.ConversationRow, error) {
-	return s.messageOn(ctx, s.sql, messageID, userID)
+func (s *Store) Message(ctx context.Context, messageID, userID int64) (m conversation.MessageRow, c conversation.ConversationRow, err error) {
+	err = db.ReadOn(ctx, s.reads, s.db, userID, func(gdb *gorm.DB) (err error) {
+		m, c, err = messageOn(gdb.WithContext(ctx), messageID, userID)
+		return err
+	})
+	return m, c, err
 }
 
-func (s *Store) messageOn(ctx context.Context, q querier, messageID, userID int64) (conversation.MessageRow, conversation.ConversationRow, error) {
+// messageOn reads the message on q, as conversationOn.
+func messageOn(q *gorm.DB, messageID, userID int64) (conversation.MessageRow, conversation.ConversationRow, error) {
 	var (
 		m conversation.MessageRow
 		c conversation.ConversationRow
 	)
 	dest := []any{&m.MessageID, &m.ConversationID, &m.Message, &m.MessageDate, &m.UserID, &m.Username}
-	err := q.QueryRowContext(ctx, s.q.message, userID, messageID).Scan(scanConversation(dest, &c)...)
+	err := q.Raw(messageSQL, userID, messageID).Row().Scan(scanConversation(dest, &c)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, c, conversation.ErrMessageNotFound
 	}
 	if err != nil {
 		return m, c, fmt.Errorf("read message: %w", err)
 	}
-	return m, c, s.recipients(ctx, q, &c)
+	return m, c, recipients(q, &c)
 }
 
 // recipients reads the participants of c other than its starter, those who left included (the
 // others see no change when someone leaves).
-func (s *Store) recipients(ctx context.Context, q querier, c *conversation.ConversationRow) error {
-	rows, err := q.QueryContext(ctx, s.q.recipients, c.ConversationID, c.UserID)
+func recipients(q *gorm.DB, c *conversation.ConversationRow) error {
+	rows, err := q.Raw(recipientsSQL, c.ConversationID, c.UserID).Rows()
 	if err != nil {
 		return fmt.Errorf("read recipients: %w", err)
 	}
@@ -203,34 +196,46 @@ func (s *Store) recipients(ctx context.Context, q querier, c *conversation.Conve
 
 // MarkRead implements conversation.Store.
 func (s *Store) MarkRead(ctx context.Context, conversationID, userID, date int64) error {
-	return s.updateReadState(ctx, s.q.markRead, date, date, conversationID, userID)
+	defer s.pinWriter(userID)()
+	return s.updateReadState(ctx, markReadSQL, date, date, conversationID, userID)
 }
 
 // MarkUnread implements conversation.Store.
 func (s *Store) MarkUnread(ctx context.Context, conversationID, userID int64) error {
-	return s.updateReadState(ctx, s.q.markUnread, conversationID, userID)
+	defer s.pinWriter(userID)()
+	return s.updateReadState(ctx, markUnreadSQL, conversationID, userID)
 }
 
 func (s *Store) updateReadState(ctx context.Context, q string, args ...any) error {
-	res, err := s.sql.ExecContext(ctx, q, args...)
-	if err != nil {
-		return fmt.Errorf("update read state: %w", err)
+	res := s.db.WithContext(ctx).Exec(q, args...)
+	if res.Error != nil {
+		return fmt.Errorf("update read state: %w", res.Error)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("update read state: %w", err)
-	}
-	if n == 0 { // no participant row: no such conversation for this user
+	if res.RowsAffected == 0 { // no participant row: no such conversation for this user
 		return conversation.ErrConversationNotFound
 	}
 	return nil
 }
 
-// LookupKey implements auth.Store.
-func (s *Store) LookupKey(ctx context.Context, hash string) (auth.Key, bool, error) {
+// LookupKey implements auth.Store. A key the replica does not have is looked up on the
+// primary: a key just created (on the primary, by the CLI) must not be refused while the
+// replica lags, and unknown keys are rare enough to cost a second query.
+func (s *Store) LookupKey(ctx context.Context, hash string) (k auth.Key, found bool, err error) {
+	lookup := func(gdb *gorm.DB) (err error) {
+		k, found, err = lookupKey(gdb.WithContext(ctx), hash)
+		return err
+	}
+	err = db.ReadOn(ctx, s.reads, s.db, db.NoKey, lookup)
+	if err == nil && !found && s.reads.Replica() {
+		err = lookup(s.db)
+	}
+	return k, found, err
+}
+
+func lookupKey(q *gorm.DB, hash string) (auth.Key, bool, error) {
 	k := auth.Key{Hash: hash}
 	var scopes string
-	err := s.sql.QueryRowContext(ctx, s.q.key, hash).Scan(&k.Type, &k.UserID, &scopes, &k.Active, &k.ExpiresAt)
+	err := q.Raw(keySQL, hash).Row().Scan(&k.Type, &k.UserID, &scopes, &k.Active, &k.ExpiresAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return auth.Key{}, false, nil
 	}
@@ -241,14 +246,36 @@ func (s *Store) LookupKey(ctx context.Context, hash string) (auth.Key, bool, err
 	return k, true, nil
 }
 
-// UserExists implements auth.Store.
-func (s *Store) UserExists(ctx context.Context, userID int64) (bool, error) {
-	var one int
-	err := s.sql.QueryRowContext(ctx, s.q.userExists, userID).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
+// UnknownUsers implements conversation.Store: the ids that name no user, in one query on the
+// replica while it answers; those it does not know are asked again of the primary, which a user
+// created a moment ago has reached first.
+func (s *Store) UnknownUsers(ctx context.Context, ids []int64) (unknown []int64, err error) {
+	err = db.ReadOn(ctx, s.reads, s.db, db.NoKey, func(gdb *gorm.DB) (err error) {
+		unknown, err = unknownUsers(gdb.WithContext(ctx), ids)
+		return err
+	})
+	if err == nil && len(unknown) > 0 && s.reads.Replica() {
+		unknown, err = unknownUsers(s.db.WithContext(ctx), unknown)
 	}
-	return err == nil, err
+	return unknown, err
+}
+
+// UserExists implements auth.Store, with LookupKey's second look on the primary.
+func (s *Store) UserExists(ctx context.Context, userID int64) (ok bool, err error) {
+	exists := func(gdb *gorm.DB) (err error) {
+		var one int
+		err = gdb.WithContext(ctx).Raw(userExistsSQL, userID).Row().Scan(&one)
+		ok = err == nil
+		if errors.Is(err, sql.ErrNoRows) {
+			err = nil
+		}
+		return err
+	}
+	err = db.ReadOn(ctx, s.reads, s.db, db.NoKey, exists)
+	if err == nil && !ok && s.reads.Replica() {
+		err = exists(s.db)
+	}
+	return ok, err
 }
 
 // NewKey is an API key to store (its hash only).

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"gorm.io/gorm"
 
@@ -55,20 +54,17 @@ func (s *Store) lock(tx *gorm.DB, conversationID, userID int64) (lockedConversat
 	return l, err
 }
 
-// tx runs fn in a transaction.
+// tx runs fn in a transaction on the primary.
 func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	return s.gdb.WithContext(ctx).Transaction(fn)
+	return s.db.WithContext(ctx).Transaction(fn)
 }
 
-// conn is the transaction's connection, for the reads of store.go (their statements are rebound
-// for the dialect already).
-func conn(tx *gorm.DB) querier { return tx.Statement.ConnPool }
-
-// Options implements conversation.WriteStore.
+// Options implements conversation.WriteStore: on the primary, since the writes check against
+// them.
 func (s *Store) Options(ctx context.Context) (conversation.Options, error) {
 	var o conversation.Options
-	err := s.sql.QueryRowContext(ctx, `SELECT discussions_per_page, max_recipients, message_max_length, edit_own_message_time_limit
-FROM forum_options`).Scan(&o.DiscussionsPerPage, &o.MaxRecipients, &o.MessageMaxLength, &o.EditOwnMessageTimeLimit)
+	err := s.db.WithContext(ctx).Raw(`SELECT discussions_per_page, max_recipients, message_max_length, edit_own_message_time_limit
+FROM forum_options`).Row().Scan(&o.DiscussionsPerPage, &o.MaxRecipients, &o.MessageMaxLength, &o.EditOwnMessageTimeLimit)
 	if err != nil {
 		return o, fmt.Errorf("read options: %w", err)
 	}
@@ -77,15 +73,9 @@ FROM forum_options`).Scan(&o.DiscussionsPerPage, &o.MaxRecipients, &o.MessageMax
 
 // checkUsers answers *conversation.UnknownUsersError for ids that name no user.
 func checkUsers(tx *gorm.DB, ids []int64) error {
-	var found []int64
-	if err := tx.Raw(`SELECT user_id FROM users WHERE user_id IN ?`, ids).Scan(&found).Error; err != nil {
+	unknown, err := unknownUsers(tx, ids)
+	if err != nil {
 		return err
-	}
-	var unknown []int64
-	for _, id := range ids {
-		if !slices.Contains(found, id) {
-			unknown = append(unknown, id)
-		}
 	}
 	if len(unknown) > 0 {
 		return &conversation.UnknownUsersError{IDs: unknown}
@@ -93,41 +83,42 @@ func checkUsers(tx *gorm.DB, ids []int64) error {
 	return nil
 }
 
-// addParticipants adds users to the conversation with their read date and its last_message_date.
-func addParticipants(tx *gorm.DB, conversationID int64, users []int64, lastRead, lastMessageDate int64) error {
-	rows := make([][]any, len(users))
-	for i, u := range users {
-		rows[i] = []any{conversationID, u, lastRead, lastMessageDate}
+// unknownUsers returns, in their order, the ids that name no user: one query, whatever their
+// number (at most the forum's maxRecipients).
+func unknownUsers(tx *gorm.DB, ids []int64) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
 	}
-	return InsertRows(tx, "INSERT INTO conversation_participants (conversation_id, user_id, last_read_date, last_message_date)", rows, "")
+	var found []int64
+	if err := tx.Raw(`SELECT user_id FROM users WHERE user_id IN ?`, ids).Scan(&found).Error; err != nil {
+		return nil, err
+	}
+	known := make(map[int64]bool, len(found))
+	for _, id := range found {
+		known[id] = true
+	}
+	var unknown []int64
+	for _, id := range ids {
+		if !known[id] {
+			unknown = append(unknown, id)
+		}
+	}
+	return unknown, nil
 }
 
-// InsertRows runs head VALUES (...), (...) tail over rows, 500 rows per statement.
-func InsertRows(tx *gorm.DB, head string, rows [][]any, tail string) error {
-	for part := range slices.Chunk(rows, 500) {
-		var b strings.Builder
-		b.WriteString(head)
-		b.WriteString(" VALUES ")
-		args := make([]any, 0, len(part)*len(part[0]))
-		for i, r := range part {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("(" + strings.TrimSuffix(strings.Repeat("?, ", len(r)), ", ") + ")")
-			args = append(args, r...)
-		}
-		b.WriteString(" ")
-		b.WriteString(tail)
-		if err := tx.Exec(b.String(), args...).Error; err != nil {
-			return err
-		}
+// addParticipants adds users to the conversation with their read date and its last_message_date.
+func addParticipants(tx *gorm.DB, conversationID int64, users []int64, lastRead, lastMessageDate int64) error {
+	rows := make([]Participant, len(users))
+	for i, u := range users {
+		rows[i] = Participant{ConversationID: conversationID, UserID: u, LastReadDate: lastRead, LastMessageDate: lastMessageDate}
 	}
-	return nil
+	return tx.CreateInBatches(rows, InsertBatch).Error
 }
 
 // StartConversation implements conversation.WriteStore.
 func (s *Store) StartConversation(ctx context.Context, c conversation.NewConversation, retry *conversation.Retry,
 	answer func(conversation.ConversationRow) ([]byte, error)) (conversation.Answer, error) {
+	defer s.pinWriter(c.StarterID)()
 	return s.idempotent(ctx, retry, func(tx *gorm.DB) ([]byte, int64, error) {
 		if err := checkUsers(tx, c.Recipients); err != nil {
 			return nil, 0, err
@@ -154,7 +145,7 @@ VALUES (?, ?, ?, ?, 1) RETURNING message_id`, id, c.StarterID, c.Message, c.Date
 		if err := addParticipants(tx, id, c.Recipients, 0, c.Date); err != nil {
 			return nil, 0, err
 		}
-		row, err := s.conversationOn(ctx, conn(tx), id, c.StarterID)
+		row, err := conversationOn(tx, id, c.StarterID)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -167,6 +158,7 @@ VALUES (?, ?, ?, ?, 1) RETURNING message_id`, id, c.StarterID, c.Message, c.Date
 // position is its message_count + 1 whatever the concurrency.
 func (s *Store) Reply(ctx context.Context, r conversation.NewReply, retry *conversation.Retry,
 	answer func(conversation.MessageRow, conversation.ConversationRow) ([]byte, error)) (conversation.Answer, error) {
+	defer s.pinWriter(r.UserID)()
 	return s.idempotent(ctx, retry, func(tx *gorm.DB) ([]byte, int64, error) {
 		l, err := s.lock(tx, r.ConversationID, r.UserID)
 		if err != nil {
@@ -197,7 +189,7 @@ WHERE conversation_id = ?`, messageID, r.Date, r.ConversationID).Error; err != n
 WHERE conversation_id = ?`, r.Date, stateLeft, stateIn, r.UserID, r.Date, r.Date, r.Date, r.Date, r.ConversationID).Error; err != nil {
 			return nil, 0, err
 		}
-		m, c, err := s.messageOn(ctx, conn(tx), messageID, r.UserID)
+		m, c, err := messageOn(tx, messageID, r.UserID)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -219,6 +211,7 @@ WHERE m.message_id = ?`
 // first, as every write that depends on its state locks it, so that an edit never lands in a
 // conversation being closed.
 func (s *Store) EditMessage(ctx context.Context, e conversation.MessageEdit) (m conversation.MessageRow, c conversation.ConversationRow, err error) {
+	defer s.pinWriter(e.UserID)()
 	err = s.tx(ctx, func(tx *gorm.DB) error {
 		q := editTargetSQL
 		if s.dialect.Name == db.Postgres.Name {
@@ -238,7 +231,7 @@ func (s *Store) EditMessage(ctx context.Context, e conversation.MessageEdit) (m 
 		if err := tx.Exec(`UPDATE conversation_messages SET message = ? WHERE message_id = ?`, e.Text, e.MessageID).Error; err != nil {
 			return err
 		}
-		m, c, err = s.messageOn(ctx, conn(tx), e.MessageID, e.UserID)
+		m, c, err = messageOn(tx, e.MessageID, e.UserID)
 		return err
 	})
 	return m, c, err
@@ -246,6 +239,7 @@ func (s *Store) EditMessage(ctx context.Context, e conversation.MessageEdit) (m 
 
 // UpdateConversation implements conversation.WriteStore.
 func (s *Store) UpdateConversation(ctx context.Context, conversationID, userID int64, u conversation.ConversationUpdate) (c conversation.ConversationRow, err error) {
+	defer s.pinWriter(userID)()
 	err = s.tx(ctx, func(tx *gorm.DB) error {
 		l, err := s.lock(tx, conversationID, userID)
 		if err != nil {
@@ -269,7 +263,7 @@ func (s *Store) UpdateConversation(ctx context.Context, conversationID, userID i
 				return err
 			}
 		}
-		c, err = s.conversationOn(ctx, conn(tx), conversationID, userID)
+		c, err = conversationOn(tx, conversationID, userID)
 		return err
 	})
 	return c, err
@@ -277,6 +271,7 @@ func (s *Store) UpdateConversation(ctx context.Context, conversationID, userID i
 
 // Leave implements conversation.WriteStore.
 func (s *Store) Leave(ctx context.Context, conversationID, userID int64, ignore bool) error {
+	defer s.pinWriter(userID)()
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		if _, err := s.lock(tx, conversationID, userID); err != nil {
 			return err
@@ -305,6 +300,7 @@ func (s *Store) Leave(ctx context.Context, conversationID, userID int64, ignore 
 
 // Invite implements conversation.WriteStore.
 func (s *Store) Invite(ctx context.Context, conversationID, userID int64, users []int64, maxRecipients int64) error {
+	defer s.pinWriter(userID)()
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		l, err := s.lock(tx, conversationID, userID)
 		if err != nil {
@@ -340,13 +336,14 @@ func (s *Store) Invite(ctx context.Context, conversationID, userID int64, users 
 
 // Star implements conversation.WriteStore.
 func (s *Store) Star(ctx context.Context, conversationID, userID int64, star *bool) (bool, error) {
+	defer s.pinWriter(userID)()
 	set, args := "starred = NOT starred", []any{}
 	if star != nil {
 		set, args = "starred = ?", []any{*star}
 	}
 	args = append(args, conversationID, userID)
 	var starred bool
-	err := s.gdb.WithContext(ctx).Raw(`UPDATE conversation_participants SET `+set+`
+	err := s.db.WithContext(ctx).Raw(`UPDATE conversation_participants SET `+set+`
 WHERE conversation_id = ? AND user_id = ? AND left_state = 0 RETURNING starred`, args...).Row().Scan(&starred)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, conversation.ErrConversationNotFound
@@ -356,7 +353,9 @@ WHERE conversation_id = ? AND user_id = ? AND left_state = 0 RETURNING starred`,
 
 // Me implements conversation.WriteStore.
 func (s *Store) Me(ctx context.Context, userID int64) (name string, unread int64, err error) {
-	err = s.sql.QueryRowContext(ctx, s.q.me, userID, userID).Scan(&name, &unread)
+	err = db.ReadOn(ctx, s.reads, s.db, userID, func(gdb *gorm.DB) error {
+		return gdb.WithContext(ctx).Raw(meSQL, userID, userID).Row().Scan(&name, &unread)
+	})
 	if err != nil {
 		return "", 0, fmt.Errorf("read user: %w", err)
 	}

@@ -73,7 +73,7 @@ func NewDB(gdb *gorm.DB) *DB { return &DB{gdb: gdb, dialect: db.DialectOf(gdb)} 
 
 // Generation implements Source: one single-row query.
 func (d *DB) Generation(ctx context.Context) (int64, error) {
-	return db.ReadValue(ctx, d.reads, d.gdb, func(gdb *gorm.DB) (int64, error) {
+	return db.ReadValue(ctx, d.reads, d.gdb, db.NoKey, func(gdb *gorm.DB) (int64, error) {
 		return reports.Generation(ctx, gdb)
 	})
 }
@@ -140,7 +140,7 @@ func (d *DB) Read(ctx context.Context, p Periods) (Snapshot, error) {
 		}
 		return nil
 	}
-	err := db.ReadOn(ctx, d.reads, d.gdb, func(gdb *gorm.DB) error {
+	err := db.ReadOn(ctx, d.reads, d.gdb, db.NoKey, func(gdb *gorm.DB) error {
 		tx := gdb.WithContext(ctx)
 		if d.dialect.SnapshotReads {
 			return tx.Transaction(fn, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})

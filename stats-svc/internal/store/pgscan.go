@@ -3,8 +3,6 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"forumstats.local/shared/db"
 	"forumstats.local/shared/reports"
 	"forumstats.local/stats-svc/internal/answers"
 )
@@ -23,17 +22,21 @@ import (
 // Repeated texts (guild ids, days, statuses) are interned, so a row costs no allocation but its
 // own non-repeating texts.
 
-// rawScan runs query (GORM's ? placeholders) on v's connection and decodes each row, of want
-// columns, with decode into a slice made for capacity rows.
+// rawScan runs query (GORM's ? placeholders, rendered by GORM: db.Statement) on v's connection
+// and decodes each row, of want columns, with decode into a slice made for capacity rows.
 func rawScan[T any](v view, capacity int, query string, args []any, want int,
 	decode func(m *pgtype.Map, f []pgconn.FieldDescription, c [][]byte) (T, error)) ([]T, error) {
+	query, args, err := db.Statement(v.tx, query, args...)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]T, 0, capacity)
-	err := v.conn.Raw(func(driverConn any) error {
+	err = v.conn.Raw(func(driverConn any) error {
 		conn, ok := driverConn.(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("driver connection is %T, not pgx", driverConn)
 		}
-		rows, err := conn.Conn().Query(v.tx.Statement.Context, numbered(query), args...)
+		rows, err := conn.Conn().Query(v.tx.Statement.Context, query, args...)
 		if err != nil {
 			return err
 		}
@@ -53,23 +56,6 @@ func rawScan[T any](v view, capacity int, query string, args []any, want int,
 		return rows.Err()
 	})
 	return out, err
-}
-
-// numbered turns ? placeholders into $1, $2, ... (the queries hold no other ?).
-func numbered(query string) string {
-	var b strings.Builder
-	n := 0
-	for {
-		i := strings.IndexByte(query, '?')
-		if i < 0 {
-			b.WriteString(query)
-			return b.String()
-		}
-		n++
-		b.WriteString(query[:i])
-		b.WriteString("$" + strconv.Itoa(n))
-		query = query[i+1:]
-	}
 }
 
 func rawReports(v view, capacity int, query string, args []any) ([]reports.Row, error) {

@@ -11,18 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-func TestNumbered(t *testing.T) {
-	for in, want := range map[string]string{
-		"SELECT 1":                             "SELECT 1",
-		"day = ?":                              "day = $1",
-		"day BETWEEN ? AND ? AND guild_id = ?": "day BETWEEN $1 AND $2 AND guild_id = $3",
-	} {
-		if got := numbered(in); got != want {
-			t.Errorf("numbered(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // The fast binary paths decode as pgx does, and the other formats go through pgx.
 func TestRawDecoding(t *testing.T) {
 	m := pgtype.NewMap()

@@ -51,7 +51,7 @@ func New(gdb *gorm.DB, links answers.Links) *Store {
 func (s *Store) Generation(ctx context.Context) (int64, error) {
 	// From where the data comes: a generation newer than the data read would cache old data
 	// under it.
-	gen, err := db.ReadValue(ctx, s.reads, s.db, func(gdb *gorm.DB) (int64, error) {
+	gen, err := db.ReadValue(ctx, s.reads, s.db, db.NoKey, func(gdb *gorm.DB) (int64, error) {
 		return reports.Generation(ctx, gdb)
 	})
 	return gen, unavailable(err)
@@ -157,7 +157,7 @@ type view struct {
 // without one: the generation is still read first, so the data is never older
 // than the generation it is cached under.
 func (s *Store) read(ctx context.Context, fn func(v view) error) error {
-	return unavailable(db.ReadOn(ctx, s.reads, s.db, func(gdb *gorm.DB) error {
+	return unavailable(db.ReadOn(ctx, s.reads, s.db, db.NoKey, func(gdb *gorm.DB) error {
 		if !s.dialect.SnapshotReads {
 			return fn(view{tx: gdb.WithContext(ctx), pool: gdb})
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -21,10 +22,10 @@ import (
 	"forumstats.local/shared/testutil"
 )
 
-// routedPair builds a Routed store over two databases standing in for a primary and its
-// replica: the same users and conversation, whose title and message text name the database,
-// and an API key only the primary has (created after the replica was copied).
-func routedPair(t *testing.T, clock *testutil.Clock) (r *store.Routed, primary *gorm.DB, dropReplica func()) {
+// routedPair builds a Store over two databases standing in for a primary and its replica,
+// routing its reads (RouteReads): the same users and conversation, whose title and message text
+// name the database, and an API key only the primary has (created after the replica was copied).
+func routedPair(t *testing.T, clock *testutil.Clock) (r *store.Store, primary *gorm.DB, dropReplica func()) {
 	t.Helper()
 	admin, err := testutil.PostgresURL()
 	if err != nil {
@@ -64,16 +65,15 @@ func routedPair(t *testing.T, clock *testutil.Clock) (r *store.Routed, primary *
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stores [2]*store.Store
-	for i, gdb := range dbs {
-		if stores[i], err = store.New(gdb); err != nil {
-			t.Fatal(err)
-		}
+	st, err := store.New(dbs[0])
+	if err != nil {
+		t.Fatal(err)
 	}
-	return store.NewRouted(stores[0], stores[1], reads), dbs[0], dropReplica
+	st.RouteReads(reads)
+	return st, dbs[0], dropReplica
 }
 
-func TestRoutedReadsAndWrites(t *testing.T) {
+func TestReplicaReadsAndWrites(t *testing.T) {
 	ctx := context.Background()
 	clock := testutil.NewClock(time.Now())
 	r, primary, dropReplica := routedPair(t, clock)
@@ -140,15 +140,18 @@ func TestRoutedReadsAndWrites(t *testing.T) {
 	if ok, err := r.UserExists(ctx, 2); err != nil || !ok {
 		t.Fatalf("replica down, user: %v %v", ok, err)
 	}
-	if n := promtestutil.ToFloat64(db.FallbacksCounter("forum-test")) - before; n < 3 {
+	if unknown, err := r.UnknownUsers(ctx, []int64{2, 99}); err != nil || !slices.Equal(unknown, []int64{99}) {
+		t.Fatalf("replica down, unknown users: %v %v", unknown, err)
+	}
+	if n := promtestutil.ToFloat64(db.FallbacksCounter("forum-test")) - before; n < 4 {
 		t.Fatalf("%v fallbacks counted", n)
 	}
 }
 
-// The conversations API through Routed: the list and /api/me/ read the replica, the options the
+// The conversations API with routed reads: the list and /api/me/ read the replica, the options the
 // writes check against come from the primary, and every write runs on the primary and pins its
 // writer's reads there.
-func TestRoutedConversationsAPI(t *testing.T) {
+func TestReplicaConversationsAPI(t *testing.T) {
 	ctx := context.Background()
 	clock := testutil.NewClock(time.Now())
 	r, primary, _ := routedPair(t, clock)
