@@ -14,6 +14,9 @@ type Series struct {
 	From, To reports.Day
 	// Server is the raw, well-formed server parameter; "" means all servers.
 	Server string
+	// Zone is the days' zone: Moscow's days are the daily reports', any other zone's are
+	// composed from the hourly live counts.
+	Zone Zone
 }
 
 // Days lists the series' days in order.
@@ -23,28 +26,23 @@ func (s Series) Days() []reports.Day {
 
 // Key is the canonical cache key of the series.
 func (s Series) Key() string {
-	return "series|" + s.From.String() + "|" + s.To.String() + "|" + s.Server
+	k := "series|" + s.From.String() + "|" + s.To.String() + "|" + s.Server
+	if !s.Zone.Moscow() {
+		k += "|" + s.Zone.Name() // Moscow (given or not) keeps the key it always had
+	}
+	return k
 }
 
-// ParseSeries validates a series request: a repeated parameter first, then
-// the server, then the range (both days required, real, in limits, ordered,
-// at most MaxSeriesDays). Unknown parameters are ignored, as elsewhere.
+// ParseSeries validates a series request: a repeated parameter first, then the server, the
+// zone's name, the range (both days required, real, in limits, ordered, at most MaxSeriesDays),
+// then the zone's offsets over the range (whole hours). Unknown parameters are ignored, as
+// elsewhere.
 func ParseSeries(values url.Values) (Series, error) {
-	for _, name := range []string{"from", "to", "server"} {
-		if len(values[name]) > 1 {
-			return Series{}, ErrInvalidParameters
-		}
-	}
 	var s Series
-	if vs, present := values["server"]; present {
-		if !ValidServer(vs[0]) {
-			return Series{}, ErrInvalidServer
-		}
-		s.Server = vs[0]
-	}
-	var ok bool
-	if s.From, s.To, ok = dayRange(values, MaxSeriesDays); !ok {
-		return Series{}, ErrInvalidRange
+	var err error
+	s.From, s.To, s.Server, s.Zone, err = parseZoned(values, MaxSeriesDays)
+	if err != nil {
+		return Series{}, err
 	}
 	return s, nil
 }
