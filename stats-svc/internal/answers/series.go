@@ -17,6 +17,23 @@ type SeriesData struct {
 	Reports []reports.Row
 	// Channels are the daily channel counts of the days (one server only).
 	Channels []reports.ChannelRow
+
+	// In a zone other than Moscow's, the days are composed from the live counts instead:
+	// Coverage is each server's live coverage (by guild id; absent: never counted), DayCounts
+	// the counts summed per day of the zone, Names the channels' names by id.
+	Coverage  map[string]reports.LiveCoverage
+	DayCounts []DayCount
+	Names     map[string]string
+}
+
+// DayCount is a server's (ChannelID "") or one of its channels' messages of one day of a zone,
+// the day numbered as query.UnixDay; a day may come in parts (its hours before and after a
+// change of offset), which add up.
+type DayCount struct {
+	GuildID   string
+	Day       int64
+	ChannelID string
+	Messages  int64
 }
 
 type seriesChannel struct {
@@ -52,6 +69,9 @@ type seriesBody struct {
 func Series(q query.Series, now time.Time, d SeriesData) (Answer, error) {
 	if q.Server != "" && len(d.Servers) != 1 {
 		return Answer{}, ErrServerNotFound
+	}
+	if !q.Zone.Moscow() {
+		return seriesInZone(q, now, d)
 	}
 	days := q.Days()
 	index := make(map[string]int, len(days))
@@ -136,6 +156,84 @@ func seriesChannels(rows []reports.ChannelRow, guild string, index map[string]in
 	slices.SortFunc(out, func(a, b seriesChannel) int { return channelOrder(a.sum, a.ID, b.sum, b.ID) })
 	if out == nil {
 		out = []seriesChannel{}
+	}
+	return out
+}
+
+// seriesInZone composes the series of a zone other than Moscow's from the live counts: a day is
+// ok when every one of its hours is (reports.HourStatus), with the sum of its hours, and missing
+// (null) otherwise; the channels as for the reports, a known day without a count being 0.
+func seriesInZone(q query.Series, now time.Time, d SeriesData) (Answer, error) {
+	days := q.Days()
+	body := seriesBody{From: q.From.String(), To: q.To.String(), Timezone: q.Zone.Name(), RefreshMinutes: d.RefreshMinutes,
+		Days: make([]string, len(days)), Servers: make([]seriesServer, len(d.Servers))}
+	index := make(map[string]int, len(days))
+	byNumber := make(map[int64]int, len(days))
+	bounds := make([]int64, len(days)+1) // day i is the hours bounds[i]..bounds[i+1]
+	for i, day := range days {
+		body.Days[i] = day.String()
+		index[body.Days[i]] = i
+		byNumber[query.UnixDay(day)] = i
+		bounds[i], _ = q.Zone.Hours(day, day)
+	}
+	_, bounds[len(days)] = q.Zone.Hours(q.To, q.To)
+	cells := make([]int64, len(days)*len(d.Servers))
+	at := make(map[string]int, len(d.Servers))
+	for i, s := range d.Servers {
+		at[s.GuildID] = i
+		out := seriesServer{Number: s.Number, Name: s.Name, GuildID: s.GuildID,
+			Totals: make([]*int64, len(days)), Statuses: make([]string, len(days))}
+		cov := d.Coverage[s.GuildID]
+		for j := range days {
+			out.Statuses[j] = reports.StatusOK
+			for h := bounds[j]; h < bounds[j+1]; h++ {
+				if reports.HourStatus(h, cov) != reports.HourOK {
+					out.Statuses[j] = reports.StatusMissing
+					break
+				}
+			}
+			if out.Statuses[j] == reports.StatusOK {
+				out.Totals[j] = &cells[i*len(days)+j]
+			}
+		}
+		body.Servers[i] = out
+	}
+	var chans []reports.ChannelRow
+	for _, c := range d.DayCounts {
+		i, ok1 := at[c.GuildID]
+		j, ok2 := byNumber[c.Day]
+		if !ok1 || !ok2 || body.Servers[i].Totals[j] == nil {
+			continue
+		}
+		if c.ChannelID == "" {
+			*body.Servers[i].Totals[j] += c.Messages
+			continue
+		}
+		chans = append(chans, reports.ChannelRow{GuildID: c.GuildID, Period: body.Days[j], ChannelID: c.ChannelID,
+			Name: d.Names[c.ChannelID], Messages: c.Messages})
+	}
+	if q.Server != "" {
+		list := seriesChannels(sumParts(chans), d.Servers[0].GuildID, index, body.Servers[0].Totals)
+		body.Servers[0].Channels = &list
+	}
+	b, err := encode(body, 64+14*len(days)+len(d.Servers)*(128+12*len(days))+len(chans)*8)
+	return Answer{Body: b, ValidUntil: now.Add(LiveValidity)}, err
+}
+
+// sumParts adds up the rows of one channel and day (the parts of a day across a change of
+// offset), keeping the first row's place.
+func sumParts(rows []reports.ChannelRow) []reports.ChannelRow {
+	type key struct{ guild, day, id string }
+	at := make(map[key]int, len(rows))
+	out := rows[:0:0]
+	for _, r := range rows {
+		k := key{r.GuildID, r.Period, r.ChannelID}
+		if i, ok := at[k]; ok {
+			out[i].Messages += r.Messages
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, r)
 	}
 	return out
 }
