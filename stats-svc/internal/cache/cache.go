@@ -60,6 +60,7 @@ type Source interface {
 	Statistics(ctx context.Context, q query.Query, now time.Time) (answers.Answer, error)
 	Icons(ctx context.Context, server string) (answers.Answer, error)
 	Series(ctx context.Context, q query.Series, now time.Time) (answers.Answer, error)
+	Activity(ctx context.Context, q query.Activity, now time.Time) (answers.Answer, error)
 	Generation(ctx context.Context) (int64, error)
 	// Catalog is who the catalog's servers are, to key one server's answers by its guild id.
 	Catalog(ctx context.Context) (answers.Catalog, error)
@@ -170,6 +171,17 @@ func (c *Cache) Series(ctx context.Context, q query.Series, now time.Time) (answ
 	}
 	return c.get(ctx, "c|"+q.Key(), now, func(ctx context.Context) (answers.Answer, error) {
 		return c.src.Series(ctx, q, now)
+	})
+}
+
+// Activity answers the hourly-activity request q from the cache or the source.
+func (c *Cache) Activity(ctx context.Context, q query.Activity, now time.Time) (answers.Answer, error) {
+	var err error
+	if q.Server, err = c.guild(ctx, q.Server); err != nil {
+		return answers.Answer{}, err
+	}
+	return c.get(ctx, "h|"+q.Key(), now, func(ctx context.Context) (answers.Answer, error) {
+		return c.src.Activity(ctx, q, now)
 	})
 }
 

@@ -58,6 +58,10 @@ func (s *countingSource) Series(_ context.Context, q query.Series, now time.Time
 	return s.load("c:"+q.Key(), now)
 }
 
+func (s *countingSource) Activity(_ context.Context, q query.Activity, now time.Time) (answers.Answer, error) {
+	return s.load("h:"+q.Key(), now)
+}
+
 func (s *countingSource) Generation(context.Context) (int64, error) { return s.gen.Load(), nil }
 
 // Catalog is servers 1 to 3 with guild ids 1001 to 1003; catalogs counts its reads.
@@ -322,6 +326,30 @@ func TestSeriesCached(t *testing.T) {
 	}
 }
 
+// Activity goes through the cache too, keyed by its zone: Moscow named or not is one entry, and
+// another zone another.
+func TestActivityCached(t *testing.T) {
+	src := &countingSource{}
+	c := New(src, nil, Options{})
+	for _, raw := range []string{"from=2026-01-01&to=2026-01-31", "from=2026-01-01&to=2026-01-31&tz=Europe/Moscow",
+		"tz=Europe/Moscow&to=2026-01-31&from=2026-01-01", "from=2026-01-01&to=2026-01-31&tz=America/New_York"} {
+		q, err := query.ParseActivity(form.Parse(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Activity(context.Background(), q, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := src.calls.Load(); n != 2 {
+		t.Fatalf("loads %d, want 2 (Moscow, New York)", n)
+	}
+	sq, _ := query.ParseSeries(form.Parse("from=2026-01-01&to=2026-01-31&tz=America/New_York"))
+	if a, err := c.Series(context.Background(), sq, t0); err != nil || string(a.Body) != "c:series|2026-01-01|2026-01-31||America/New_York@0" {
+		t.Fatalf("series in a zone: %q %v", a.Body, err)
+	}
+}
+
 // Every spelling of one server (its catalog number with or without leading zeros, its guild id)
 // is one cache entry: one load per operation; a server the catalog lacks loads nothing; the
 // catalog is read once per generation.
@@ -344,6 +372,13 @@ func TestServerSpellingsShareOneEntry(t *testing.T) {
 				t.Fatal(err)
 			}
 			return c.Series(ctx, q, t0)
+		}, 1},
+		{"activity", func(s string) (answers.Answer, error) {
+			q, err := query.ParseActivity(form.Parse("from=2026-11-01&to=2026-11-20&tz=UTC&server=" + s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c.Activity(ctx, q, t0)
 		}, 1},
 	} {
 		before := src.calls.Load()

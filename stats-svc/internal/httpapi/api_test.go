@@ -371,6 +371,9 @@ func TestSQLiteMatchesPostgres(t *testing.T) {
 		statsPath + "?period=range&from=2026-11-06&to=2026-11-20&server=01", statsPath + "?server=9", iconsPath, iconsPath + "?server=" + alphaID,
 		seriesPath + "?from=2026-11-01&to=2026-11-20", seriesPath + "?from=2026-11-05&to=2026-11-20&server=1",
 		seriesPath + "?from=2026-11-14&to=2026-11-20&server=" + gammaID,
+		seriesPath + "?from=2026-10-30&to=2026-11-12&tz=America/New_York", seriesPath + "?from=2026-10-30&to=2026-11-12&tz=Asia/Tokyo&server=01",
+		"/api/chat-activity?from=2026-10-31&to=2026-11-11", "/api/chat-activity?from=2026-11-01&to=2026-11-10&server=01&tz=America/New_York",
+		"/api/chat-activity?from=2026-11-01&to=2026-11-01&server=2&tz=UTC",
 	} {
 		a, b := do(t, "GET", pg.url+target), do(t, "GET", sq.url+target)
 		if a.status != b.status || a.body != b.body {

@@ -159,12 +159,73 @@ func seed(t *testing.T, gdb *gorm.DB) {
 				return err
 			}
 		}
+		if err := seedLive(tx); err != nil {
+			return err
+		}
 		_, err := reports.BumpGeneration(tx)
 		return err
 	})
 	if err != nil {
 		t.Fatalf("seed: %v", err)
 	}
+}
+
+// snowflake is the first id of the millisecond of t.
+func snowflake(t time.Time) int64 { return (t.UnixMilli() - reports.DiscordEpoch) << 22 }
+
+func liveHour(s string) int64 {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return reports.LiveHour(t)
+}
+
+// seedLive writes the live counts (see the expectations in activity_test.go):
+//
+//	Alpha counts from 2026-10-01 on, with an unfilled gap in 2026-11-10's 10:00 UTC hour and a
+//	filled one in its 12:00 hour; Beta from 2026-11-01 06:30 UTC on; Gamma never; 4242 (not in
+//	the catalog) counts too, never served.
+//	Counts around New York's longest day (2026-11-01, 25 hours: 04:00 UTC to 05:00 the next day).
+func seedLive(tx *gorm.DB) error {
+	at := func(s string) time.Time { t, _ := time.Parse(time.RFC3339, s); return t }
+	stmts := []struct {
+		sql  string
+		args []any
+	}{
+		{"INSERT INTO live_guilds (guild_id, since_id) VALUES (?, ?), (?, ?), (?, ?)", []any{
+			alphaID, snowflake(at("2026-10-01T00:00:00Z")), betaID, snowflake(at("2026-11-01T06:30:00Z")), "4242", 1}},
+		{"INSERT INTO live_gaps (guild_id, min_id, max_id, filled, recorded_at) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)", []any{
+			alphaID, snowflake(at("2026-11-10T10:10:00Z")) - 1, snowflake(at("2026-11-10T10:20:00Z")), false, testNow,
+			alphaID, snowflake(at("2026-11-10T12:10:00Z")) - 1, snowflake(at("2026-11-10T12:20:00Z")), true, testNow}},
+		{"INSERT INTO live_channels (guild_id, channel_id, name, thread, deleted) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)", []any{
+			alphaID, "10", "general", false, false, alphaID, "12", "=new-name", false, false, alphaID, "14", "a thread", true, false}},
+	}
+	type count struct {
+		guild, hour, channel string
+		messages             int64
+	}
+	for _, c := range []count{
+		{alphaID, "2026-10-31T21:00:00Z", "", 1}, // Moscow's 2026-11-01 begins
+		{alphaID, "2026-11-01T04:00:00Z", "", 3}, {alphaID, "2026-11-01T04:00:00Z", "10", 2}, {alphaID, "2026-11-01T04:00:00Z", "12", 1},
+		{alphaID, "2026-11-01T06:00:00Z", "", 4}, {alphaID, "2026-11-01T06:00:00Z", "10", 1}, {alphaID, "2026-11-01T06:00:00Z", "12", 1},
+		{alphaID, "2026-11-02T04:00:00Z", "", 6}, {alphaID, "2026-11-02T04:00:00Z", "10", 6},
+		{alphaID, "2026-11-02T05:00:00Z", "", 7}, {alphaID, "2026-11-02T05:00:00Z", "12", 7},
+		{alphaID, "2026-11-10T10:00:00Z", "", 2}, {alphaID, "2026-11-10T12:00:00Z", "", 9},
+		{betaID, "2026-11-01T06:00:00Z", "", 10}, {betaID, "2026-11-01T07:00:00Z", "", 20},
+		{"4242", "2026-11-01T07:00:00Z", "", 5000},
+	} {
+		stmts = append(stmts, struct {
+			sql  string
+			args []any
+		}{"INSERT INTO live_counts (guild_id, hour, channel_id, messages) VALUES (?, ?, ?, ?)", []any{c.guild, liveHour(c.hour), c.channel, c.messages}})
+	}
+	for _, s := range stmts {
+		if err := tx.Exec(s.sql, s.args...).Error; err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // addDay writes one daily report; named channels get 1 message each.
@@ -242,6 +303,11 @@ func (h heldSource) Icons(ctx context.Context, server string) (answers.Answer, e
 func (h heldSource) Series(ctx context.Context, q query.Series, now time.Time) (answers.Answer, error) {
 	h.wait()
 	return h.Store.Series(ctx, q, now)
+}
+
+func (h heldSource) Activity(ctx context.Context, q query.Activity, now time.Time) (answers.Answer, error) {
+	h.wait()
+	return h.Store.Activity(ctx, q, now)
 }
 
 var prefixSeq atomic.Int64

@@ -1,5 +1,5 @@
-// Package httpapi serves GET and HEAD /api/chat-statistics, /api/chat-icons
-// and /api/chat-series and mounts the dashboard, behind shared/server's middleware and probes
+// Package httpapi serves GET and HEAD /api/chat-statistics, /api/chat-icons,
+// /api/chat-series and /api/chat-activity and mounts the dashboard, behind shared/server's middleware and probes
 // (New), and writes every error body through one table (errors.go). It is the one package of
 // stats-svc that knows the router: it hands out an http.Handler.
 package httpapi
@@ -31,6 +31,7 @@ type Reports interface {
 	Statistics(ctx context.Context, q query.Query, now time.Time) (answers.Answer, error)
 	Icons(ctx context.Context, server string) (answers.Answer, error)
 	Series(ctx context.Context, q query.Series, now time.Time) (answers.Answer, error)
+	Activity(ctx context.Context, q query.Activity, now time.Time) (answers.Answer, error)
 }
 
 // Limiter decides whether the client named key (its address) may make one more request now.
@@ -125,6 +126,7 @@ func register(e *echo.Echo, reports Reports, opts Options) {
 		"/api/chat-statistics": {a.statistics, answers.StatisticsTable},
 		"/api/chat-icons":      {a.icons, nil},
 		"/api/chat-series":     {a.series, answers.SeriesTable},
+		"/api/chat-activity":   {a.activity, answers.ActivityTable},
 	} {
 		h := a.handler(op.get, op.export)
 		e.Any(path, h)
@@ -209,6 +211,14 @@ func (a *api) series(ctx context.Context, values url.Values, now time.Time) (ans
 		return answers.Answer{}, err
 	}
 	return a.reports.Series(ctx, q, now)
+}
+
+func (a *api) activity(ctx context.Context, values url.Values, now time.Time) (answers.Answer, error) {
+	q, err := query.ParseActivity(values)
+	if err != nil {
+		return answers.Answer{}, err
+	}
+	return a.reports.Activity(ctx, q, now)
 }
 
 // unlimited are the routes the rate limit leaves alone: shared/server's probes, which

@@ -37,6 +37,10 @@ func (f fixedReports) Series(context.Context, query.Series, time.Time) (answers.
 	return f.answer()
 }
 
+func (f fixedReports) Activity(context.Context, query.Activity, time.Time) (answers.Answer, error) {
+	return f.answer()
+}
+
 // Each client address has its bucket (here 2 requests, then one a second); past it every route
 // but the probes answers 429 too_many_requests with Retry-After in the envelope.
 func TestRateLimitPerClient(t *testing.T) {
