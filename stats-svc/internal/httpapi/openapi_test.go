@@ -83,6 +83,8 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 		statsPath:  "period=week&date=2026-11-20",
 		iconsPath:  "",
 		seriesPath: "from=2026-11-05&to=2026-11-20",
+		// New York's 25-hour day, from the live counts.
+		activityPath: "from=2026-10-31&to=2026-11-01&tz=America/New_York",
 	}
 	check := func(base, method, path, query string, header map[string]string, body ...byte) {
 		t.Helper()
@@ -125,7 +127,11 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 				check(good.url, method, concrete, q+"&server=x", nil)
 				check(good.url, method, concrete, q+"&server=4", nil)
 			}
-			if base == statsPath || base == seriesPath { // the CSV exports
+			if base == seriesPath || base == activityPath { // zones; one server's channels per hour or day
+				check(good.url, method, concrete, "from=2026-10-31&to=2026-11-02&tz=America/New_York&server="+alphaID, nil)
+				check(good.url, method, concrete, q+"&tz=Asia/Kolkata", nil)
+			}
+			if base == statsPath || base == seriesPath || base == activityPath { // the CSV exports
 				check(good.url, method, concrete, q+"&format=csv", nil)
 				check(good.url, method, concrete, q+"&format=csv", map[string]string{"If-None-Match": "*"})
 				check(good.url, method, concrete, q, map[string]string{"Accept": "text/csv"})
