@@ -18,8 +18,13 @@ import (
 )
 
 const (
-	statsPath  = "/api/chat-statistics"
-	seriesPath = "/api/chat-series"
+	statsPath    = "/api/chat-statistics"
+	seriesPath   = "/api/chat-series"
+	activityPath = "/api/chat-activity"
+	// activityRange is the days of a cold activity request (the longest the API serves).
+	activityRange = 31
+	// activityZone is the zone measured against Moscow's (a DST zone behind UTC).
+	activityZone = "America/New_York"
 )
 
 // results are the measured figures.
@@ -30,6 +35,10 @@ type results struct {
 	seriesLen int             // size of a series answer
 	warm      []warmRun
 	compared  []compared // the -compare builds
+	// activity and activityTZ are cold all-servers 31-day activity requests, in Moscow and in
+	// activityZone, window by window; activityLen the size of a Moscow answer.
+	activity, activityTZ []time.Duration
+	activityLen          int
 }
 
 // compared is a -compare build's cold latencies, window by window as this build's.
@@ -55,6 +64,12 @@ func measure(ctx context.Context, e *benchEnv, o options) (results, error) {
 		r.compared = append(r.compared, compared{name: name})
 	}
 	client := newClient(o.concurrency)
+	if err := measureActivity(ctx, client, e, o, &r); err != nil {
+		return r, err
+	}
+	if o.activityOnly {
+		return r, nil
+	}
 	if err := measureCold(ctx, client, e, o, &r); err != nil {
 		return r, err
 	}
@@ -97,6 +112,35 @@ func measureCold(ctx context.Context, client *http.Client, e *benchEnv, o option
 		*m.this, *m.size = lat[0], size
 		for i := range r.compared {
 			*m.other(&r.compared[i]) = lat[i+1]
+		}
+	}
+	return nil
+}
+
+// measureActivity times all-servers 31-day activity requests, each window ending a day earlier
+// than the one before (a new key each), asked in Moscow and in activityZone alternately (the
+// first of the pair alternating too), so that the machine's drift hits both alike.
+func measureActivity(ctx context.Context, client *http.Client, e *benchEnv, o options, r *results) error {
+	for i := range o.cold {
+		end := e.today.AddDays(-i)
+		base := fmt.Sprintf("%s%s?from=%s&to=%s", e.svc.URL, activityPath, end.AddDays(-(activityRange - 1)), end)
+		targets := []struct {
+			url string
+			lat *[]time.Duration
+		}{{base, &r.activity}, {base + "&tz=" + activityZone, &r.activityTZ}}
+		if i%2 == 1 {
+			targets[0], targets[1] = targets[1], targets[0]
+		}
+		for _, t := range targets {
+			t0 := time.Now()
+			n, err := get(ctx, client, t.url)
+			if err != nil {
+				return err
+			}
+			*t.lat = append(*t.lat, time.Since(t0))
+			if t.lat == &r.activity {
+				r.activityLen = n
+			}
 		}
 	}
 	return nil

@@ -14,13 +14,27 @@ const (
 	maxColdMedian   = 100 * time.Millisecond // all servers, 31-day range, cold cache
 	maxSeriesMedian = 100 * time.Millisecond // all servers, 366-day series, cold cache
 	minWarmRatio    = 0.60                   // stats-svc requests/s ÷ the bare net/http handler's
+	maxActivity     = 100 * time.Millisecond // all servers, 31 days × 24 hours of live counts, cold cache
+	maxZoneRatio    = 1.10                   // the same activity in activityZone ÷ in Moscow
 )
 
 // report turns the results into the figures, each beside its target.
 func report(e *benchEnv, r results, o options) *bench.Report {
 	fmt.Printf("\nmachine: %d CPUs; Redis: %v\n", runtime.NumCPU(), e.redis)
-	fmt.Printf("data: %d servers × %d channels × %d days = %d daily channel rows, plus monthly reports; loaded in %.1f s\n",
-		o.servers, o.channels, o.days, e.rows, e.loaded.Seconds())
+	fmt.Printf("data: %d servers × %d channels × %d days = %d daily channel rows, plus monthly reports; %d live_counts rows (%d days of hours); loaded in %.1f s\n",
+		o.servers, o.channels, o.days, e.rows, e.live, activityDays(o), e.loaded.Seconds())
+	fmt.Printf("activity: %d all-servers %d-day windows, each ending a day earlier, in Europe/Moscow and %s alternately; %d-byte answer\n",
+		len(r.activity), activityRange, activityZone, r.activityLen)
+	rep := &bench.Report{Title: "stats-svc"}
+	am := medianOf(r.activity)
+	rep.Add("cold, all servers, 31-day activity: median", ms(am), "≤ "+ms(maxActivity), am <= maxActivity)
+	rep.Add("cold activity in "+activityZone+": median", ms(medianOf(r.activityTZ)), "", true)
+	zr := ratioOf(r.activityTZ, r.activity)
+	rep.Add("cold activity: "+activityZone+" ÷ Moscow, window by window", fmt.Sprintf("%.2f", zr),
+		fmt.Sprintf("≤ %.2f", maxZoneRatio), zr <= maxZoneRatio)
+	if o.activityOnly {
+		return rep
+	}
 	fmt.Printf("cold: %d all-servers 31-day ranges, each ending a day earlier (a new key each); %d-byte answer\n", len(r.cold), r.coldBytes)
 	fmt.Printf("series: %d all-servers %d-day series, each ending a day earlier; %d-byte answer\n", len(r.series), seriesDays, r.seriesLen)
 	for _, w := range r.warm {
@@ -28,7 +42,6 @@ func report(e *benchEnv, r results, o options) *bench.Report {
 			w.label, w.target, w.bytes, o.concurrency, w.slices, w.sliceTime)
 	}
 
-	rep := &bench.Report{Title: "stats-svc"}
 	sorted := slices.Clone(r.cold)
 	slices.Sort(sorted)
 	median := sorted[len(sorted)/2]
@@ -62,13 +75,15 @@ func medianOf(d []time.Duration) time.Duration {
 }
 
 // ratio is the median, window by window, of a's latency over b's.
-func ratio(a, b []time.Duration) string {
+func ratio(a, b []time.Duration) string { return fmt.Sprintf("%.2f", ratioOf(a, b)) }
+
+func ratioOf(a, b []time.Duration) float64 {
 	r := make([]float64, len(a))
 	for i := range a {
 		r[i] = float64(a[i]) / float64(b[i])
 	}
 	slices.Sort(r)
-	return fmt.Sprintf("%.2f", r[len(r)/2])
+	return r[len(r)/2]
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }

@@ -22,6 +22,7 @@ type benchEnv struct {
 	redis  bool
 	today  reports.Day // the last day of the data
 	rows   int64       // daily channel rows
+	live   int64       // live_counts rows
 	loaded time.Duration
 	bench.Cleanups
 }
@@ -36,7 +37,7 @@ func setup(ctx context.Context, o options) (_ *benchEnv, err error) {
 		return nil, err
 	}
 	start := time.Now()
-	if e.rows, err = fill(ctx, dbURL, o, e.today); err != nil {
+	if e.rows, e.live, err = fill(ctx, dbURL, o, e.today); err != nil {
 		return nil, fmt.Errorf("fill: %w", err)
 	}
 	e.loaded = time.Since(start)
@@ -74,24 +75,31 @@ func setup(ctx context.Context, o options) (_ *benchEnv, err error) {
 }
 
 // fill loads the data in SQL (generate_series), never row by row from Go, and returns the number
-// of daily channel rows. Counts are deterministic: messages(g, c, d) = (g*31 + c*17 + d*7) % 100.
-func fill(ctx context.Context, dbURL string, o options, today reports.Day) (int64, error) {
+// of daily channel rows and of live_counts rows. Counts are deterministic: messages(g, c, d) =
+// (g*31 + c*17 + d*7) % 100, and the same of the hour for live counts.
+func fill(ctx context.Context, dbURL string, o options, today reports.Day) (rows, live int64, err error) {
 	pool, err := sql.Open("pgx", dbURL)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer pool.Close()
 	// One session: the SET statements below hold for the whole load.
 	conn, err := pool.Conn(ctx)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer conn.Close()
-	restore, err := dropKeys(ctx, conn, "daily_channel_counts", "monthly_channel_counts")
+	restore, err := dropKeys(ctx, conn, "daily_channel_counts", "monthly_channel_counts", "live_counts")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	stmts := append(fillStatements(o, today), restore...)
+	stmts := liveStatements(o, today)
+	if !o.activityOnly {
+		stmts = append(fillStatements(o, today), stmts...)
+	} else {
+		stmts = append(fillStatements(o, today)[:4], stmts...) // the catalog and the guilds
+	}
+	stmts = append(stmts, restore...)
 	stmts = append(stmts,
 		"UPDATE collector_state SET generation = generation + 1, pass_finished_at = now(), last_good_pass_at = now() WHERE id = 1",
 		// As autovacuum would: statistics, and the visibility map for index-only scans.
@@ -103,12 +111,43 @@ func fill(ctx context.Context, dbURL string, o options, today reports.Day) (int6
 			args = append(args, reports.Timezone)
 		}
 		if _, err := conn.ExecContext(ctx, s, args...); err != nil {
-			return 0, fmt.Errorf("%.60s...: %w", strings.TrimSpace(s), err)
+			return 0, 0, fmt.Errorf("%.60s...: %w", strings.TrimSpace(s), err)
 		}
 	}
-	var rows int64
-	err = conn.QueryRowContext(ctx, "SELECT count(*) FROM daily_channel_counts").Scan(&rows)
-	return rows, err
+	if err = conn.QueryRowContext(ctx, "SELECT count(*) FROM daily_channel_counts").Scan(&rows); err != nil {
+		return 0, 0, err
+	}
+	err = conn.QueryRowContext(ctx, "SELECT count(*) FROM live_counts").Scan(&live)
+	return rows, live, err
+}
+
+// activityDays is how many days of live counts are loaded, ending tomorrow: the cold windows of
+// 31 days, each ending a day earlier, and a day on either side for zones behind or ahead of UTC.
+func activityDays(o options) int { return activityRange + o.cold + 2 }
+
+// liveStatements write every server's live counting since before the loaded hours, the names of
+// its channels, its total and every channel's count in every hour (the worst case: counts of 0 are
+// never written) and an unfilled gap of an hour for every tenth server.
+func liveStatements(o options, today reports.Day) []string {
+	first := reports.LiveHour(today.AddDays(-(activityDays(o) - 2)).Start())
+	end := reports.LiveHour(today.AddDays(2).Start())
+	since := reports.HourFirstID(first - 24)
+	gap := reports.HourFirstID(first + 24*10 + 5)
+	return []string{
+		fmt.Sprintf(`INSERT INTO live_guilds (guild_id, since_id)
+			SELECT (100000000000000000 + g)::text, %d FROM generate_series(1, %d) g`, since, o.servers),
+		fmt.Sprintf(`INSERT INTO live_channels (guild_id, channel_id, name, thread, deleted)
+			SELECT (100000000000000000 + g)::text, (200000000000000000 + g * 1000 + c)::text, 'channel-' || c, false, false
+			FROM generate_series(1, %d) g, generate_series(1, %d) c`, o.servers, o.channels),
+		fmt.Sprintf(`INSERT INTO live_gaps (guild_id, min_id, max_id, filled, recorded_at)
+			SELECT (100000000000000000 + g)::text, %d, %d, false, now() FROM generate_series(10, %d, 10) g`, gap, gap+(3600000<<22), o.servers),
+		fmt.Sprintf(`INSERT INTO live_counts (guild_id, hour, channel_id, messages)
+			SELECT (100000000000000000 + g)::text, h,
+			       CASE WHEN c = 0 THEN '' ELSE (200000000000000000 + g * 1000 + c)::text END,
+			       CASE WHEN c = 0 THEN 50 * %d ELSE (g * 31 + c * 17 + h * 7) %% 100 END
+			FROM generate_series(1, %d) g, generate_series(%d, %d) h, generate_series(0, %d) c`,
+			o.channels, o.servers, first, end-1, o.channels),
+	}
 }
 
 // fillStatements write the catalog, the guilds, the daily reports of the o.days days ending today
