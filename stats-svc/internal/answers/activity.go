@@ -37,6 +37,9 @@ type ActivityData struct {
 	Counts []HourCount
 	// Names are the channels' names, by id.
 	Names map[string]string
+	// FlushedAt is when live counts were last written (the newest checkpoint of the gateway's
+	// shards); nil when never.
+	FlushedAt *time.Time
 }
 
 type activityHour struct {
@@ -57,12 +60,13 @@ type activityBody struct {
 	To          string          `json:"to"`
 	TZ          string          `json:"tz"`
 	Server      *activityServer `json:"server,omitempty"`
-	GeneratedAt string          `json:"generatedAt"`
+	GeneratedAt *string         `json:"generatedAt"`
 	Hours       []activityHour  `json:"hours"`
 }
 
-// Activity composes the hourly activity answer of q at the moment now: for every hour of the
-// days in q's zone, its start (with the zone's offset then), the messages counted and the
+// Activity composes the hourly activity answer of q at the moment now (which bounds its
+// validity: LiveValidity): when the counts were last written, and for every hour of the days in
+// q's zone, its start (with the zone's offset then), the messages counted and the
 // status (the worst of the servers' under reports.HourStatus: a total is complete only when
 // ok); with a server, the channels with messages in each hour, by count descending, then id.
 func Activity(q query.Activity, now time.Time, d ActivityData) (Answer, error) {
@@ -71,8 +75,13 @@ func Activity(q query.Activity, now time.Time, d ActivityData) (Answer, error) {
 	}
 	first, end := q.Hours()
 	loc := q.Zone.Location()
-	body := activityBody{From: q.From.String(), To: q.To.String(), TZ: q.Zone.Name(),
-		GeneratedAt: now.UTC().Format(time.RFC3339), Hours: make([]activityHour, end-first)}
+	// generatedAt is when the counts were last written, not the moment of composing: a body
+	// that changed with the clock alone would change its ETag on every read.
+	body := activityBody{From: q.From.String(), To: q.To.String(), TZ: q.Zone.Name(), Hours: make([]activityHour, end-first)}
+	if d.FlushedAt != nil {
+		at := d.FlushedAt.UTC().Format(time.RFC3339)
+		body.GeneratedAt = &at
+	}
 	for i := range body.Hours {
 		h := first + int64(i)
 		status := reports.HourOK

@@ -97,7 +97,7 @@ func TestActivityOneServer(t *testing.T) {
 		{GuildID: "200", Hour: h7, ChannelID: "30", Messages: 2},
 		{GuildID: "200", Hour: h7, ChannelID: "10", Messages: 5},
 		{GuildID: "200", Hour: h7, ChannelID: "40", Messages: 0},
-	}, Names: map[string]string{"10": "general", "20": "=cmd", "30": "off-topic"}})
+	}, Names: map[string]string{"10": "general", "20": "=cmd", "30": "off-topic"}, FlushedAt: &now})
 	if err != nil {
 		t.Fatal(err)
 	}

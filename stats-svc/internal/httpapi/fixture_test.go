@@ -185,7 +185,7 @@ func liveHour(s string) int64 {
 //
 //	Alpha counts from 2026-10-01 on, with an unfilled gap in 2026-11-10's 10:00 UTC hour and a
 //	filled one in its 12:00 hour; Beta from 2026-11-01 06:30 UTC on; Gamma never; 4242 (not in
-//	the catalog) counts too, never served.
+//	the catalog) counts too, never served. The shards last wrote at testNow.
 //	Counts around New York's longest day (2026-11-01, 25 hours: 04:00 UTC to 05:00 the next day).
 func seedLive(tx *gorm.DB) error {
 	at := func(s string) time.Time { t, _ := time.Parse(time.RFC3339, s); return t }
@@ -198,6 +198,8 @@ func seedLive(tx *gorm.DB) error {
 		{"INSERT INTO live_gaps (guild_id, min_id, max_id, filled, recorded_at) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)", []any{
 			alphaID, snowflake(at("2026-11-10T10:10:00Z")) - 1, snowflake(at("2026-11-10T10:20:00Z")), false, testNow,
 			alphaID, snowflake(at("2026-11-10T12:10:00Z")) - 1, snowflake(at("2026-11-10T12:20:00Z")), true, testNow}},
+		{"INSERT INTO live_checkpoints (shard, num_shards, session_id, seq, resume_url, flushed_at) VALUES (0, 2, 'a', 7, 'wss://gw.test', ?), (1, 2, 'b', 9, 'wss://gw.test', ?)",
+			[]any{testNow.Add(-time.Hour), testNow}},
 		{"INSERT INTO live_channels (guild_id, channel_id, name, thread, deleted) VALUES (?, ?, ?, ?, ?), (?, ?, ?, ?, ?), (?, ?, ?, ?, ?)", []any{
 			alphaID, "10", "general", false, false, alphaID, "12", "=new-name", false, false, alphaID, "14", "a thread", true, false}},
 	}

@@ -28,6 +28,14 @@ func (s *Store) Activity(ctx context.Context, q query.Activity, now time.Time) (
 		if data.Coverage, err = coverage(v, guild, first, end); err != nil {
 			return answers.Answer{}, err
 		}
+		// ORDER BY, not MAX: the column keeps its type, which SQLite's driver needs to give a time.
+		var flushed []time.Time
+		if err := v.tx.Raw("SELECT flushed_at FROM live_checkpoints ORDER BY flushed_at DESC LIMIT 1").Scan(&flushed).Error; err != nil {
+			return answers.Answer{}, fmt.Errorf("read live checkpoints: %w", err)
+		}
+		if len(flushed) > 0 {
+			data.FlushedAt = &flushed[0]
+		}
 		if guild == "" {
 			data.Counts, err = scanAll(v.tx.Raw(`SELECT hour, CAST(SUM(messages) AS BIGINT) FROM live_counts
 WHERE channel_id = '' AND hour >= ? AND hour < ? AND guild_id IN (SELECT guild_id FROM catalog_servers)

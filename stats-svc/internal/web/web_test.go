@@ -116,6 +116,17 @@ func seed(t *testing.T, gdb *gorm.DB, now time.Time) (missing, stale reports.Day
 				}
 			}
 		}
+		// Live counts: Alpha counted since 70 days ago, 40 messages in today's first hour and 2 in
+		// its second (Moscow); Beta never counted.
+		since := (today.AddDays(-70).Start().UnixMilli() - reports.DiscordEpoch) << 22
+		if err := tx.Exec("INSERT INTO live_guilds (guild_id, since_id) VALUES ('111', ?)", since).Error; err != nil {
+			return err
+		}
+		h0 := reports.LiveHour(today.Start())
+		if err := tx.Exec("INSERT INTO live_counts (guild_id, hour, channel_id, messages) VALUES ('111', ?, '', 40), ('111', ?, '10', 40), ('111', ?, '', 2)",
+			h0, h0, h0+1).Error; err != nil {
+			return err
+		}
 		_, err := reports.BumpGeneration(tx)
 		return err
 	})
@@ -631,18 +642,30 @@ func TestDashboardInChromium(t *testing.T) {
 	})
 
 	t.Run("time zone picker follows the API", func(t *testing.T) {
+		// The API takes tz: the picker is enabled, starts in the API's own zone (whatever the
+		// device's), whose addresses carry no tz, and offers only zones a whole number of hours
+		// off UTC.
 		type tz struct {
-			Value, Note string
-			Disabled    bool
+			Value, Note      string
+			Disabled         bool
+			Options          int
+			Kolkata, NewYork bool
 		}
-		got := evaluate[tz](t, ctx, `({Value: document.getElementById("tz").value, Disabled: document.getElementById("tz").disabled, Note: document.getElementById("tz-note").textContent})`)
-		if got.Value != "Europe/Moscow" || !got.Disabled || !strings.Contains(got.Note, "does not take another time zone") || !strings.Contains(got.Note, "America/New_York") {
+		got := evaluate[tz](t, ctx, `(() => { const s = document.getElementById("tz"); const has = (z) => [...s.options].some(o => o.value === z);
+			return {Value: s.value, Disabled: s.disabled, Note: document.getElementById("tz-note").textContent, Options: s.options.length,
+				Kolkata: has("Asia/Kolkata"), NewYork: has("America/New_York")}; })()`)
+		if got.Value != "Europe/Moscow" || got.Disabled || got.Options < 100 || got.Kolkata || !got.NewYork || !strings.HasPrefix(got.Note, "Days are counted in Europe/Moscow.") {
 			t.Errorf("zone picker %+v", got)
 		}
+		activity := false
 		for _, h := range firstLoad {
 			if strings.Contains(h.Query, "tz=") {
-				t.Errorf("%s?%s: tz sent to an API that does not take it", h.Path, h.Query)
+				t.Errorf("%s?%s: tz sent for the API's own zone", h.Path, h.Query)
 			}
+			activity = activity || h.Path == "/api/chat-activity"
+		}
+		if !activity {
+			t.Error("the first load did not ask chat-activity")
 		}
 	})
 
@@ -895,8 +918,8 @@ func TestDashboardInChromium(t *testing.T) {
 				t.Errorf("%s\n got %s\nwant %s", c.Expr, got, c.Want)
 			}
 		}
-		// The API's own document: it does not take tz today, the page reads it so.
-		if got := evaluate[string](t, ctx, `Promise.all([import("/static/lib.js"), fetch("/api/openapi.json").then(r => r.json())]).then(([l, d]) => JSON.stringify([l.acceptsParam(d, "/api/chat-series", "tz"), l.acceptsParam(d, "/api/chat-series", "from")]))`); got != "[false,true]" {
+		// The API's own document: chat-series and chat-activity take tz, chat-statistics does not.
+		if got := evaluate[string](t, ctx, `Promise.all([import("/static/lib.js"), fetch("/api/openapi.json").then(r => r.json())]).then(([l, d]) => JSON.stringify([l.acceptsParam(d, "/api/chat-series", "tz"), l.acceptsParam(d, "/api/chat-series", "from"), l.acceptsParam(d, "/api/chat-activity", "tz"), l.acceptsParam(d, "/api/chat-statistics", "tz"), l.hasPath(d, "/api/chat-activity")]))`); got != "[true,true,true,false,true]" {
 			t.Errorf("the API's document read as %s", got)
 		}
 	})
@@ -931,8 +954,29 @@ func TestDashboardInChromium(t *testing.T) {
 		if got.Width <= 0 || got.Width > got.Inner {
 			t.Errorf("heatmap %v px wide in a %v px viewport", got.Width, got.Inner)
 		}
-		if hidden := evaluate[bool](t, ctx, `document.getElementById("activity").hidden`); !hidden {
-			t.Error("the activity section shows before the API has hourly counts")
+	})
+
+	t.Run("heatmap drawn from chat-activity", func(t *testing.T) {
+		b := b.on(t)
+		b.open("")
+		// Today's first two Moscow hours hold 40 and 2 messages: their cells in today's row.
+		row := (int(time.Date(today.Year, today.Month, today.Day, 0, 0, 0, 0, time.UTC).Weekday()) + 6) % 7
+		type out struct {
+			Hidden        bool
+			Max, Rects    int
+			First, Second string
+			Note, CSV     string
+			Label         string
+		}
+		got := evaluate[out](t, ctx, `(() => { const box = document.getElementById("heatmap"); const c = (i) => { const el = box.querySelector("rect[data-hour='" + i + "']"); return el ? el.dataset.count + "|" + el.dataset.bucket : ""; };
+			return {Hidden: document.getElementById("activity").hidden, Max: dashboard.heatmap.max, Rects: box.querySelectorAll("rect").length,
+				First: c(`+strconv.Itoa(row*24)+`), Second: c(`+strconv.Itoa(row*24+1)+`), Note: document.getElementById("activity-note").textContent,
+				CSV: document.getElementById("activity-csv").href, Label: box.querySelector("svg > title").textContent}; })()`)
+		first := reports.Day{Year: month.Year, Month: month.Month, Day: 1}
+		if got.Hidden || got.Rects != 168 || got.Max != 40 || got.First != "40|5" || got.Second != "2|1" ||
+			!strings.Contains(got.Label, "all servers, Europe/Moscow") || !strings.Contains(got.Note, "not completely counted") ||
+			got.CSV != srv.URL+"/api/chat-activity?from="+first.String()+"&to="+month.Last().String()+"&format=csv" {
+			t.Errorf("heatmap %+v", got)
 		}
 	})
 
@@ -977,23 +1021,12 @@ func TestDashboardInChromium(t *testing.T) {
 		}
 	})
 
-	t.Run("time zone picker when the API takes tz", func(t *testing.T) {
+	t.Run("another zone asked of the operations that take it", func(t *testing.T) {
 		b := b.on(t)
-		// The service's document with a tz parameter on chat-series: what the page reads.
-		var doc map[string]any
-		getJSON(t, srv.URL+"/api/openapi.json", &doc)
-		get := doc["paths"].(map[string]any)["/api/chat-series"].(map[string]any)["get"].(map[string]any)
-		get["parameters"] = append(get["parameters"].([]any), map[string]any{"name": "tz", "in": "query", "schema": map[string]any{"type": "string"}})
-		rec.mu.Lock()
-		rec.doc = []byte(jsonOf(t, doc))
-		rec.mu.Unlock()
-		defer func() {
-			rec.mu.Lock()
-			rec.doc = nil
-			rec.mu.Unlock()
-		}()
+		b.open("?period=week&server=1")
 		rec.take()
-		b.open("")
+		b.do(chromedp.Evaluate[chromedp.Void](`(() => { const s = document.getElementById("tz"); s.value = "America/New_York"; s.dispatchEvent(new Event("change")); })()`))
+		b.waitFor("the heatmap in New York", `(document.querySelector("#heatmap svg > title") || {}).textContent.includes("America/New_York")`, 10*time.Second)
 		asked := map[string]int{}
 		for _, h := range rec.take() {
 			if strings.HasPrefix(h.Path, "/api/chat-") {
@@ -1001,25 +1034,18 @@ func TestDashboardInChromium(t *testing.T) {
 				asked[h.Path+" tz="+q.Get("tz")]++
 			}
 		}
-		// The device's zone is asked of chat-series only (the statistics may come from the
-		// browser's cache: the same URLs as before); the API (Moscow-only yet) answers in Moscow,
-		// and the page shows the zone the answer names, the picker enabled.
+		// chat-statistics does not list tz: never asked with it.
 		for k := range asked {
 			if strings.HasPrefix(k, "/api/chat-statistics tz=") && k != "/api/chat-statistics tz=" {
 				t.Errorf("chat-statistics asked with %s, which its document does not list", k)
 			}
 		}
-		if asked["/api/chat-series tz=America/New_York"] == 0 {
-			t.Errorf("chat-series never asked in the device's zone: %v", asked)
+		if asked["/api/chat-series tz=America/New_York"] == 0 || asked["/api/chat-activity tz=America/New_York"] == 0 {
+			t.Errorf("the zone was not asked of chat-series and chat-activity: %v", asked)
 		}
-		type tz struct {
-			Value, Note string
-			Disabled    bool
-			Options     int
-		}
-		got := evaluate[tz](t, ctx, `({Value: document.getElementById("tz").value, Disabled: document.getElementById("tz").disabled,
-			Note: document.getElementById("tz-note").textContent, Options: document.getElementById("tz").options.length})`)
-		if got.Disabled || got.Value != "Europe/Moscow" || got.Options < 100 || !strings.HasPrefix(got.Note, "Days are counted in Europe/Moscow.") {
+		type tz struct{ Value, Note, Page string }
+		got := evaluate[tz](t, ctx, `({Value: document.getElementById("tz").value, Note: document.getElementById("tz-note").textContent, Page: location.search})`)
+		if got.Value != "America/New_York" || !strings.HasPrefix(got.Note, "Days are counted in America/New_York.") || !strings.Contains(got.Page, "tz=America%2FNew_York") {
 			t.Errorf("zone picker %+v", got)
 		}
 	})

@@ -2,6 +2,7 @@
 // page's policy forbids it; colours come from classes and app.css's custom properties). The
 // rules (periods, comparisons, marks) live in lib.js; this file fetches and draws.
 import * as lib from "./lib.js";
+import { renderHeatmap } from "./heatmap.js";
 
 const dash = (window.dashboard = { redraws: 0, requests: 0, notModified: 0, refreshes: 0, charts: {}, lib });
 const $ = (id) => document.getElementById(id);
@@ -12,12 +13,16 @@ const REFRESH_MS = (() => {
   return Number.isInteger(s) && s >= 1 && s <= 3600 ? s * 1000 : 60000;
 })();
 const BROWSER_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+// The API's own zone (its default `tz`): the daily reports' calendar, whose days have counts
+// from before live counting began. The page starts in it unless its address names another.
+const API_ZONE = "Europe/Moscow";
 
 const state = {
   view: null,
   today: "",
   zone: "", // the zone whose days the numbers are counted in, as the API answers
-  tz: { series: false, statistics: false }, // whether each operation accepts `tz`
+  tz: { series: false, statistics: false, activity: false }, // whether each operation accepts `tz`
+  activity: false, // whether the API has hourly counts (chat-activity)
   seq: 0,
   data: null,
 };
@@ -45,10 +50,18 @@ async function get(url, conditional, fresh) {
   return { body, changed: true };
 }
 
-// withZone adds `tz` to an operation's query, only when the API says that operation takes it.
+// withZone adds `tz` to an operation's query, only when the API says that operation takes it and
+// the zone is not the API's default (the addresses of the default stay those of a page without a
+// zone, and so do their cached answers).
 function withZone(op, q) {
-  if (state.tz[op] && state.zone) q.set("tz", state.zone);
+  if (state.tz[op] && state.zone && state.zone !== API_ZONE) q.set("tz", state.zone);
   return q;
+}
+
+function activityURL(from, to, server) {
+  const q = new URLSearchParams({ from, to });
+  if (server) q.set("server", server);
+  return "api/chat-activity?" + withZone("activity", q);
 }
 
 function statisticsURL(v, server) {
@@ -85,7 +98,10 @@ async function load(conditional) {
     prev: statisticsURL(prevView, ""),
     series: seriesURL(cs.from, cs.to, v.server),
   };
-  const [stats, prev, series] = await Promise.all([get(urls.stats, conditional), get(urls.prev, conditional), get(urls.series, conditional)]);
+  const sp = lib.span(v, today);
+  if (state.activity) urls.activity = activityURL(sp.from, sp.to, v.server);
+  const [stats, prev, series, activity] = await Promise.all([get(urls.stats, conditional), get(urls.prev, conditional),
+    get(urls.series, conditional), urls.activity ? get(urls.activity, conditional) : null]);
   if (seq !== state.seq) return false; // a newer view took over
   const channelServer = v.server || busiest(stats.body.servers || []);
   let chStats = null, chPrev = null, chSeries = null;
@@ -109,12 +125,13 @@ async function load(conditional) {
     renderZone();
     if (state.today !== today) return load(false);
   }
-  const changed = [stats, prev, series, chStats, chPrev, chSeries].some((x) => x && x.changed);
+  const changed = [stats, prev, series, chStats, chPrev, chSeries, activity].some((x) => x && x.changed);
   if (conditional && !changed) return false;
   state.data = {
     view: v, prevView, today, urls, channelServer,
     stats: stats.body, prev: prev.body, series: series.body,
     chStats: chStats && chStats.body, chPrev: chPrev && chPrev.body, chSeries: chSeries && chSeries.body,
+    activity: activity && activity.body,
   };
   render(state.data);
   return true;
@@ -201,6 +218,7 @@ function render(d) {
   renderServers(d);
   renderTrend(d, selected);
   renderChannels(d);
+  renderActivity(d, selected);
   renderUpdated();
 
   $("servers-csv").href = csv(d.urls.stats);
@@ -208,6 +226,21 @@ function render(d) {
   const chCSV = $("channels-csv");
   chCSV.hidden = !d.urls.chStats;
   if (d.urls.chStats) chCSV.href = csv(d.urls.chStats);
+}
+
+// renderActivity draws the period's messages by hour of week (in the zone asked) from the API's
+// hourly counts, and says how many hours were not completely counted.
+function renderActivity(d, selected) {
+  const section = $("activity");
+  section.hidden = !d.activity;
+  if (!d.activity) return;
+  const { cells, incomplete } = lib.activityCells(d.activity.hours);
+  const who = selected ? selected.name : "all servers";
+  dash.heatmap = renderHeatmap($("heatmap"), cells, { label: "Messages by hour of week, " + who + ", " + d.activity.tz });
+  $("activity-note").textContent = "Hours in " + d.activity.tz + "; " + (incomplete
+    ? lib.formatNumber(incomplete) + " of " + lib.formatNumber(cells.length) + " hours not completely counted (before live counting began, or a gap of it)."
+    : "every hour counted.");
+  $("activity-csv").href = csv(d.urls.activity);
 }
 
 function renderServers(d) {
@@ -543,7 +576,7 @@ function readForm() {
 // view can be shared and reloaded (and the zone and refresh interval, when set).
 function pageURL(v) {
   const q = lib.viewParams(v);
-  if (state.tz.series && state.zone && state.zone !== BROWSER_ZONE) q.set("tz", state.zone);
+  if (state.tz.series && state.zone && state.zone !== API_ZONE) q.set("tz", state.zone);
   if (pageQuery.has("refresh")) q.set("refresh", pageQuery.get("refresh"));
   return location.pathname + "?" + q;
 }
@@ -578,9 +611,11 @@ function applyForm() {
 function renderZone() {
   const sel = $("tz");
   sel.textContent = "";
+  const now = new Date();
   const zones = state.tz.series ? (Intl.supportedValuesOf ? Intl.supportedValuesOf("timeZone") : []) : [];
-  for (const z of new Set([state.zone, ...(state.tz.series ? [BROWSER_ZONE] : []), ...zones])) {
-    if (!z) continue;
+  for (const z of new Set([state.zone, ...(state.tz.series ? [API_ZONE, BROWSER_ZONE] : []), ...zones])) {
+    // A zone a fraction of an hour off UTC is refused by the API: not offered (but the current).
+    if (!z || (z !== state.zone && !lib.wholeHourZone(z, now))) continue;
     const o = document.createElement("option");
     o.value = z;
     o.textContent = z + (z === BROWSER_ZONE ? " (this device)" : "");
@@ -606,6 +641,8 @@ async function init() {
   }
   state.tz.series = lib.acceptsParam(doc, "/api/chat-series", "tz");
   state.tz.statistics = lib.acceptsParam(doc, "/api/chat-statistics", "tz");
+  state.tz.activity = lib.acceptsParam(doc, "/api/chat-activity", "tz");
+  state.activity = lib.hasPath(doc, "/api/chat-activity");
   // The zone: the visitor's (or the URL's) when the API takes one, else the zone the API
   // documents; the first answer corrects it if the API counts in another.
   const fixed = doc && doc.components && doc.components.schemas && doc.components.schemas.Series &&
@@ -613,7 +650,7 @@ async function init() {
     doc.components.schemas.Series.properties.timezone.const;
   const asked = pageQuery.get("tz");
   const valid = (z) => { try { new Intl.DateTimeFormat("en", { timeZone: z }); return true; } catch (e) { return false; } };
-  state.zone = state.tz.series ? (asked && valid(asked) ? asked : BROWSER_ZONE) : (fixed || BROWSER_ZONE);
+  state.zone = state.tz.series ? (asked && valid(asked) && lib.wholeHourZone(asked, new Date()) ? asked : API_ZONE) : (fixed || BROWSER_ZONE);
   state.today = lib.dayIn(state.zone, new Date());
   renderZone();
 

@@ -1,7 +1,6 @@
 // The hour-of-week heatmap: 7 rows (Monday first) of 24 hours. It draws whatever array of
-// {hour, count} it is given, hour 0 being Monday 00:00–01:00 in the zone of the counts; it is
-// not wired to the API yet, because the hourly counts (chat-activity) do not exist: the page
-// keeps its section hidden, and web_test.go renders a fixture. An SVG, not a canvas: it scales
+// {hour, count} it is given, hour 0 being Monday 00:00–01:00 in the zone of the counts (the page
+// turns chat-activity's hours into them: lib.activityCells). An SVG, not a canvas: it scales
 // with its container through the viewBox, each cell carries its own text for screen readers
 // and tooltips, and colours are presentation attributes, which the page's policy (no inline
 // styles) allows.

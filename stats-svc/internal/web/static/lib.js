@@ -257,3 +257,40 @@ export function acceptsParam(doc, path, name) {
   };
   return [...(op.parameters || []), ...(op.get.parameters || [])].map(resolve).some((p) => p && p.in === "query" && p.name === name);
 }
+
+// hasPath reads the API's OpenAPI document: true when it documents GET on path.
+export function hasPath(doc, path) {
+  return !!(doc && doc.paths && doc.paths[path] && doc.paths[path].get);
+}
+
+// wholeHourZone is true when the IANA zone z is a whole number of hours off UTC at the instant
+// now: the API counts in UTC hours and refuses a zone half an hour off (Asia/Kolkata), so the
+// picker offers only the others. An unknown zone is false.
+export function wholeHourZone(z, now) {
+  try {
+    const part = new Intl.DateTimeFormat("en-US", { timeZone: z, timeZoneName: "longOffset" })
+      .formatToParts(now).find((p) => p.type === "timeZoneName");
+    const m = part && /^GMT(?:[+-](\d{2}):(\d{2}))?$/.exec(part.value);
+    return !!m && (m[2] === undefined || m[2] === "00");
+  } catch (e) {
+    return false;
+  }
+}
+
+// activityCells turns chat-activity's hours into the heatmap's {hour, count}: hour is the hour
+// of the week (0 = Monday 00:00–01:00) read from each hour's start as the API wrote it, in the
+// zone asked (its local date and hour, whatever the offset), so that a day of 23 or 25 hours
+// fills its cells as the clock on the wall did. Returns the cells and how many hours were not
+// complete (status other than ok).
+export function activityCells(hours) {
+  const cells = [];
+  let incomplete = 0;
+  for (const h of hours || []) {
+    const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):/.exec(h && h.start);
+    if (!m) continue;
+    const dow = (new Date(Date.UTC(+m[1], +m[2] - 1, +m[3])).getUTCDay() + 6) % 7;
+    cells.push({ hour: dow * 24 + Number(m[4]), count: h.total });
+    if (h.status !== "ok") incomplete++;
+  }
+  return { cells, incomplete };
+}
