@@ -5,13 +5,14 @@ import (
 	"sort"
 
 	"forumstats.local/collector-svc/internal/discord"
+	"forumstats.local/shared/reports"
 )
 
-// Hour statuses.
+// Hour statuses: shared/reports' rule of an hour's status from coverage, which stats-svc reads too.
 const (
-	StatusOK      = "ok"      // counted live
-	StatusGap     = "gap"     // the gateway was not counting during part of it, not yet filled by search
-	StatusMissing = "missing" // part of it is before live counting of the server began
+	StatusOK      = reports.HourOK      // counted live
+	StatusGap     = reports.HourGap     // the gateway was not counting during part of it, not yet filled by search
+	StatusMissing = reports.HourMissing // part of it is before live counting of the server began
 )
 
 // Span is a range of messages, MinID < id < MaxID: the bounds the message search takes.
@@ -75,8 +76,9 @@ func Compose(from, to int64, cov Coverage, counting bool) Plan {
 		}
 		p.Search = append(p.Search, s)
 	}
+	shared := cov.shared()
 	for h := from; h < to; h++ {
-		p.Hours = append(p.Hours, HourStatus{Hour: h, Status: hourStatus(h, cov)})
+		p.Hours = append(p.Hours, HourStatus{Hour: h, Status: reports.HourStatus(h, shared)})
 	}
 	return p
 }
@@ -84,20 +86,13 @@ func Compose(from, to int64, cov Coverage, counting bool) Plan {
 // hourID is the first snowflake of hour (0 before the Discord epoch).
 func hourID(hour int64) uint64 { return discord.SnowflakeAt(HourStart(hour)) }
 
-// hourStatus: missing when the hour begins before counting began, gap when an unfilled gap
-// overlaps it, ok otherwise.
-func hourStatus(hour int64, cov Coverage) string {
-	lo, hi := hourID(hour), hourID(hour+1)
-	if lo < cov.SinceID {
-		return StatusMissing
+// shared is the coverage as shared/reports' rule of an hour's status takes it.
+func (c Coverage) shared() reports.LiveCoverage {
+	out := reports.LiveCoverage{Counting: true, SinceID: c.SinceID, Gaps: make([]reports.LiveGap, len(c.Gaps))}
+	for i, g := range c.Gaps {
+		out.Gaps[i] = reports.LiveGap{MinID: g.MinID, MaxID: g.MaxID, Filled: g.Filled}
 	}
-	for _, g := range cov.Gaps {
-		// The gap holds ids g.MinID+1 .. g.MaxID-1, the hour lo .. hi-1.
-		if !g.Filled && g.MinID+1 < hi && lo < g.MaxID && g.MaxID > g.MinID+1 {
-			return StatusGap
-		}
-	}
-	return StatusOK
+	return out
 }
 
 // HourSpan is the part of a span in one hour.
