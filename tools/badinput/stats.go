@@ -30,6 +30,7 @@ func StatsCorpus(seed uint64) Corpus {
 	var cs []Case
 	stats := func() string { return pick(r, "/api/chat-statistics", "/api/chat-statistics/") }
 	icons := func() string { return pick(r, "/api/chat-icons", "/api/chat-icons/") }
+	activity := func() string { return pick(r, "/api/chat-activity", "/api/chat-activity/") }
 	// get is a GET, or one time in six a HEAD, of path?query.
 	get := func(name, path, query string, want ...Outcome) {
 		method := http.MethodGet
@@ -59,6 +60,8 @@ func StatsCorpus(seed uint64) Corpus {
 		get("icons-server/"+v.Label, icons(), "server="+q, want)
 		// The representation (json or csv) is a parameter like the others.
 		get("format/"+v.Label, stats(), pick(r, "", "period=day&")+"format="+q, statsInvalidParameters)
+		// A time zone name reaches the zone loader only when it is IANA-shaped: none of these is.
+		get("tz/"+v.Label, activity(), "from=2026-01-01&to=2026-01-10&tz="+q, statsInvalidParameters)
 	}
 
 	// 2. Repeated parameters.
