@@ -201,3 +201,41 @@ func FuzzParseActivity(f *testing.F) {
 		}
 	})
 }
+
+// fuzzZones are zones of every kind: fixed, daylight saving north and south, a change at
+// midnight, and whole-hour offsets far from UTC.
+var fuzzZones = []string{"Europe/Moscow", "UTC", "America/New_York", "Australia/Sydney", "America/Santiago",
+	"Pacific/Kiritimati", "Pacific/Pago_Pago", "Europe/London", "America/Havana", "Asia/Tokyo"}
+
+// The days of a zone tile its hours: consecutive days share their bound, each has 23 to 25
+// hours, and the segments' day numbers give every hour to exactly its day.
+func FuzzZoneHours(f *testing.F) {
+	f.Add(uint8(2), uint16(4083)) // New York, 2026-03-08
+	f.Add(uint8(4), uint16(4264)) // Santiago, 2026-09-06
+	f.Fuzz(func(t *testing.T, zi uint8, offset uint16) {
+		z, ok := query.ZoneNamed(fuzzZones[int(zi)%len(fuzzZones)])
+		if !ok {
+			t.Fatal("a listed zone is unknown")
+		}
+		d := reports.MinDay.AddDays(int(offset) % (reports.MinDay.DaysUntil(reports.MaxDay) - 1))
+		first, mid := z.Hours(d, d)
+		_, end := z.Hours(d.AddDays(1), d.AddDays(1))
+		if n := mid - first; n < 23 || n > 25 {
+			t.Fatalf("%s %s: %d hours", z.Name(), d, n)
+		}
+		if m, _ := z.Hours(d.AddDays(1), d.AddDays(1)); m != mid {
+			t.Fatalf("%s %s: the next day begins at %d, not %d", z.Name(), d, m, mid)
+		}
+		for _, s := range z.Segments(first, end) {
+			for h := s.From; h < s.To; h++ {
+				want := query.UnixDay(d)
+				if h >= mid {
+					want++
+				}
+				if got := query.LocalDay(h, s.Offset); got != want {
+					t.Fatalf("%s: hour %s is in day %d, want %d", z.Name(), reports.LiveHourStart(h), got, want)
+				}
+			}
+		}
+	})
+}
