@@ -1,0 +1,279 @@
+// Package livereport turns live counts into reports: it searches the gaps live counting left
+// (once Discord's search index has caught up with them), writes today's and this month's reports
+// of the servers whose counts changed at each flush, and checks each day as it closes against one
+// search of the server's total. The rules of what to search and how to add it up are pure
+// (plan.go); Reporter runs them over the live store, the Discord search and the report store.
+package livereport
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"forumstats.local/collector-svc/internal/catalog"
+	"forumstats.local/collector-svc/internal/discord"
+	"forumstats.local/collector-svc/internal/live"
+	"forumstats.local/shared/reports"
+)
+
+// DefaultGapDelay is LIVE_GAP_DELAY's default: how long after a gap ends (or a day closes) its
+// search waits, so that Discord's search index holds the messages of its last moments.
+const DefaultGapDelay = 2 * time.Minute
+
+// Discord is what reports need of the Discord client.
+type Discord interface {
+	Channels(ctx context.Context, guildID string) ([]discord.Channel, error)
+	// CountMessages counts the messages of [from, to); channelID "" counts the whole server.
+	CountMessages(ctx context.Context, guildID, channelID string, from, to time.Time) (int64, error)
+}
+
+// ChannelCounter counts a window's channels by the search collector's rules (collect.Collector).
+type ChannelCounter interface {
+	CountChannels(ctx context.Context, guildID string, channels []discord.Channel, from, to time.Time,
+		total int64, now time.Time) ([]reports.ChannelRow, int64, error)
+}
+
+// LiveStore is what reports read of live counting (live.Store).
+type LiveStore interface {
+	Coverage(ctx context.Context, guild uint64) (live.Coverage, bool, error)
+	Counts(ctx context.Context, guild uint64, from, to int64) (map[live.Key]int64, error)
+	UnfilledGaps(ctx context.Context, from time.Time) ([]live.GuildGap, error)
+}
+
+// ReportStore is where reports are written (store.Store: every write bumps the data generation).
+type ReportStore interface {
+	Catalog(ctx context.Context) ([]catalog.Entry, error)
+	SaveReport(ctx context.Context, kind reports.Kind, r reports.Row, channels []reports.ChannelRow) error
+	MarkStale(ctx context.Context, kind reports.Kind, guildID, period, code, message string) (bool, error)
+}
+
+// Filler adds a gap's search counts to live counting: the shard flusher of the server. Owns
+// says whether this process counts the server (its shard runs here): only that process fills its
+// gaps and writes its reports.
+type Filler interface {
+	Owns(guild uint64) bool
+	Fill(guild uint64, gap live.Gap, counts map[live.Key]int64) error
+}
+
+// Shards is the Filler of the shards this process runs: each server goes to the flusher of its
+// shard, (guild_id >> 22) % NumShards.
+type Shards struct {
+	NumShards int
+	Flushers  map[int]*live.Flusher
+}
+
+func (s Shards) flusher(guild uint64) *live.Flusher {
+	if s.NumShards <= 0 {
+		return nil
+	}
+	return s.Flushers[int((guild>>22)%uint64(s.NumShards))]
+}
+
+// Owns reports whether the server's shard runs here.
+func (s Shards) Owns(guild uint64) bool { return s.flusher(guild) != nil }
+
+// Fill hands the fill to the server's shard flusher, written with its next flush.
+func (s Shards) Fill(guild uint64, gap live.Gap, counts map[live.Key]int64) error {
+	f := s.flusher(guild)
+	if f == nil {
+		return live.ErrFill
+	}
+	return f.Fill(guild, gap, counts)
+}
+
+// Config configures a Reporter.
+type Config struct {
+	Discord  Discord
+	Channels ChannelCounter
+	Live     LiveStore
+	Reports  ReportStore
+	Filler   Filler
+	// GapDelay is LIVE_GAP_DELAY (default DefaultGapDelay).
+	GapDelay time.Duration
+	// SearchEvery is how long the search of the hours before a server's counting began, and its
+	// channel list, are reused (default 10 minutes, the search collector's refresh): they are
+	// searched again at that pace, not at every flush.
+	SearchEvery time.Duration
+	Now         func() time.Time // default time.Now
+	Logger      *slog.Logger
+}
+
+// Reporter writes reports from live counts. Its methods may be called from several goroutines;
+// its steps run one at a time.
+type Reporter struct {
+	cfg Config
+	log *slog.Logger
+
+	step sync.Mutex // one Flushed at a time
+
+	mu      sync.Mutex
+	changed map[uint64]bool // servers whose counts changed since their reports were written
+	notify  chan struct{}
+
+	// Held by step.
+	channels map[string]cachedChannels
+	spans    map[spanKey]cachedSpan
+	pending  map[live.GuildGap]bool // fills handed over, not yet seen stored
+	refused  map[live.GuildGap]bool // gaps the filler does not know (not counted here any more)
+	closed   map[uint64]reports.Day // the last day checked at its close, by server
+	// A server whose report write or day close failed is tried again from then.
+	retryWrite, retryClose map[uint64]time.Time
+}
+
+type cachedChannels struct {
+	list []discord.Channel
+	at   time.Time
+}
+
+type spanKey struct {
+	guild    string
+	from, to int64 // Unix milliseconds
+}
+
+type cachedSpan struct {
+	count spanCount
+	at    time.Time
+}
+
+// New returns a Reporter for cfg.
+func New(cfg Config) *Reporter {
+	if cfg.GapDelay <= 0 {
+		cfg.GapDelay = DefaultGapDelay
+	}
+	if cfg.SearchEvery <= 0 {
+		cfg.SearchEvery = 10 * time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Reporter{
+		cfg: cfg, log: cfg.Logger,
+		changed: map[uint64]bool{}, notify: make(chan struct{}, 1),
+		channels: map[string]cachedChannels{}, spans: map[spanKey]cachedSpan{},
+		pending: map[live.GuildGap]bool{}, refused: map[live.GuildGap]bool{},
+		closed: map[uint64]reports.Day{}, retryWrite: map[uint64]time.Time{}, retryClose: map[uint64]time.Time{},
+	}
+}
+
+// Note records that the counts of the servers changed: their reports are written at the next
+// Flushed.
+func (r *Reporter) Note(guilds ...uint64) {
+	if len(guilds) == 0 {
+		return
+	}
+	r.mu.Lock()
+	for _, g := range guilds {
+		r.changed[g] = true
+	}
+	r.mu.Unlock()
+	select {
+	case r.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (r *Reporter) takeChanged() []uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]uint64, 0, len(r.changed))
+	for g := range r.changed {
+		out = append(out, g)
+	}
+	clear(r.changed)
+	return out
+}
+
+// keep puts servers back among the changed without waking Run: they are written at a later step.
+func (r *Reporter) keep(guilds []uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, g := range guilds {
+		r.changed[g] = true
+	}
+}
+
+// Writer wraps the live store's writer: after each batch is stored, the servers whose counts it
+// changed (messages, fills, new gaps, counting begun) are noted for Flushed.
+func (r *Reporter) Writer(w live.Writer) live.Writer { return noting{w: w, r: r} }
+
+type noting struct {
+	w live.Writer
+	r *Reporter
+}
+
+func (n noting) Flush(ctx context.Context, b live.Batch) error {
+	if err := n.w.Flush(ctx, b); err != nil {
+		return err
+	}
+	n.r.Note(batchGuilds(b)...)
+	return nil
+}
+
+// Flushed is the step run after a flush: it fills the gaps that are due, writes today's and this
+// month's reports of the servers noted since the last step, and checks the days that closed.
+// Every part runs even when another failed; the errors are joined.
+func (r *Reporter) Flushed(ctx context.Context) error {
+	r.step.Lock()
+	defer r.step.Unlock()
+	return errors.Join(r.fillGaps(ctx), r.writeChanged(ctx), r.closeDays(ctx))
+}
+
+// Run runs Flushed whenever a stored batch changed counts, and at least every tick (so that gaps
+// are searched once due and days checked once closed), until ctx ends.
+func (r *Reporter) Run(ctx context.Context, tick time.Duration) {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.notify:
+		case <-t.C:
+		}
+		if err := r.Flushed(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("live reports: step failed, tried again at the next", "err", err)
+		}
+	}
+}
+
+// catalogGuilds is the catalog's servers that this process counts, by id.
+func (r *Reporter) catalogGuilds(ctx context.Context) (map[uint64]string, error) {
+	entries, err := r.cfg.Reports.Catalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[uint64]string, len(entries))
+	for _, e := range entries {
+		g, err := strconv.ParseUint(e.GuildID, 10, 64)
+		if err == nil && r.cfg.Filler.Owns(g) {
+			out[g] = e.GuildID
+		}
+	}
+	return out, nil
+}
+
+// channelList is the server's message-bearing channels, read again every SearchEvery.
+func (r *Reporter) channelList(ctx context.Context, guildID string) ([]discord.Channel, error) {
+	now := r.cfg.Now()
+	if c, ok := r.channels[guildID]; ok && now.Sub(c.at) < r.cfg.SearchEvery {
+		return c.list, nil
+	}
+	all, err := r.cfg.Discord.Channels(ctx, guildID)
+	if err != nil {
+		return nil, err
+	}
+	var list []discord.Channel
+	for _, ch := range all {
+		if discord.MessageBearing(ch.Type) {
+			list = append(list, ch)
+		}
+	}
+	r.channels[guildID] = cachedChannels{list: list, at: now}
+	return list, nil
+}
