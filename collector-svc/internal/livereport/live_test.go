@@ -351,8 +351,12 @@ func TestReportsFromLiveCounts(t *testing.T) {
 			t.Fatal("Flushed with searches failing: no error")
 		}
 		r.flush()
-		if err := r.rep.Flushed(ctx); err == nil {
-			t.Fatal("Flushed with searches still failing: no error")
+		before = r.requests()
+		if err := r.rep.Flushed(ctx); err != nil {
+			t.Fatalf("Flushed while the failed search waits: %v", err)
+		}
+		if n := r.requests() - before; n != 0 {
+			t.Errorf("a failed search is tried again %d times at once, want after LIVE_GAP_DELAY", n)
 		}
 		if gaps, err := r.lstore.UnfilledGaps(ctx, day.Start()); err != nil || len(gaps) != 1 {
 			t.Fatalf("after failed searches: unfilled gaps %v, %v; want the one", gaps, err)

@@ -121,6 +121,7 @@ type Reporter struct {
 	closed   map[uint64]reports.Day // the last day checked at its close, by server
 	// A server whose report write or day close failed is tried again from then.
 	retryWrite, retryClose map[uint64]time.Time
+	failedGap              map[live.GuildGap]time.Time // a gap whose search failed is searched again from then
 }
 
 type cachedChannels struct {
@@ -158,6 +159,7 @@ func New(cfg Config) *Reporter {
 		channels: map[string]cachedChannels{}, spans: map[spanKey]cachedSpan{},
 		pending: map[live.GuildGap]bool{}, refused: map[live.GuildGap]bool{},
 		closed: map[uint64]reports.Day{}, retryWrite: map[uint64]time.Time{}, retryClose: map[uint64]time.Time{},
+		failedGap: map[live.GuildGap]time.Time{},
 	}
 }
 

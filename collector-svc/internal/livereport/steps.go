@@ -18,7 +18,7 @@ import (
 // fillGaps searches every unfilled gap of a server counted here once it is due, hour by hour,
 // for the server's total and its channels, and hands the counts to the server's flusher, which
 // stores them and marks the gap filled in one transaction. A failed search hands over nothing:
-// the gap stays unfilled and is searched again at the next step.
+// the gap stays unfilled and is searched again GapDelay later.
 func (r *Reporter) fillGaps(ctx context.Context) error {
 	now := r.cfg.Now()
 	// Only the hours still refreshed matter: older gaps are no longer live counting's.
@@ -33,9 +33,13 @@ func (r *Reporter) fillGaps(ctx context.Context) error {
 	// A fill handed over leaves the list once its flush stored it.
 	maps.DeleteFunc(r.pending, func(gg live.GuildGap, _ bool) bool { return !stored[gg] })
 	maps.DeleteFunc(r.refused, func(gg live.GuildGap, _ bool) bool { return !stored[gg] })
+	maps.DeleteFunc(r.failedGap, func(gg live.GuildGap, _ time.Time) bool { return !stored[gg] })
 	var errs []error
 	for _, gg := range gaps {
 		if r.pending[gg] || r.refused[gg] || !r.cfg.Filler.Owns(gg.Guild) || !due(gg.Gap, r.cfg.GapDelay, now) {
+			continue
+		}
+		if next, ok := r.failedGap[gg]; ok && now.Before(next) {
 			continue
 		}
 		counts, err := r.searchGap(ctx, gg)
@@ -44,6 +48,7 @@ func (r *Reporter) fillGaps(ctx context.Context) error {
 				return ctx.Err()
 			}
 			metricGapFills.WithLabelValues("failed").Inc()
+			r.failedGap[gg] = now.Add(r.cfg.GapDelay)
 			r.log.Warn("live gap: search failed, the gap stays unfilled and is searched again", "guild_id", gg.Guild,
 				"min_id", gg.Gap.MinID, "max_id", gg.Gap.MaxID, "err", err)
 			errs = append(errs, err)
@@ -59,6 +64,7 @@ func (r *Reporter) fillGaps(ctx context.Context) error {
 		default:
 			metricGapFills.WithLabelValues("filled").Inc()
 			r.pending[gg] = true
+			delete(r.failedGap, gg)
 		}
 	}
 	return errors.Join(errs...)
