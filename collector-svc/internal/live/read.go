@@ -61,3 +61,29 @@ func (s *Store) UnfilledGaps(ctx context.Context, from time.Time) ([]GuildGap, e
 	}
 	return out, nil
 }
+
+// Sums reads the stored counts of guild over the hours [from, to) added up per channel, the
+// server's total under channel 0: what a report of those hours needs, summed by the database
+// rather than read hour by hour.
+func (s *Store) Sums(ctx context.Context, guild uint64, from, to int64) (map[uint64]int64, error) {
+	var rows []struct {
+		ChannelID string
+		Messages  int64
+	}
+	err := s.db.WithContext(ctx).Table("live_counts").Select("channel_id, SUM(messages) AS messages").
+		Where("guild_id = ? AND hour >= ? AND hour < ?", id(guild), from, to).Group("channel_id").Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("sum live counts: %w", err)
+	}
+	out := make(map[uint64]int64, len(rows))
+	for _, r := range rows {
+		var c uint64
+		if r.ChannelID != "" {
+			if c, err = parseID(r.ChannelID); err != nil {
+				return nil, fmt.Errorf("live count channel %q: %w", r.ChannelID, err)
+			}
+		}
+		out[c] = r.Messages
+	}
+	return out, nil
+}

@@ -39,7 +39,8 @@ type ChannelCounter interface {
 // LiveStore is what reports read of live counting (live.Store).
 type LiveStore interface {
 	Coverage(ctx context.Context, guild uint64) (live.Coverage, bool, error)
-	Counts(ctx context.Context, guild uint64, from, to int64) (map[live.Key]int64, error)
+	// Sums adds up the stored counts of the hours [from, to) per channel, the total under 0.
+	Sums(ctx context.Context, guild uint64, from, to int64) (map[uint64]int64, error)
 	UnfilledGaps(ctx context.Context, from time.Time) ([]live.GuildGap, error)
 }
 

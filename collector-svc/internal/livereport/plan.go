@@ -62,21 +62,14 @@ func gapMessage(gaps []live.Gap, delay time.Duration) string {
 		discord.SnowflakeTime(first).Format(time.RFC3339), discord.SnowflakeTime(last).Format(time.RFC3339), delay)
 }
 
-// compose adds up a report of the window w: the stored live counts of its hours plus the
+// compose adds up a report of the window w: the stored live counts of its hours (sums, per
+// channel, the total under 0) plus the
 // searched spans, for the server and for each of its channels that existed before the window
 // ended (a channel live counting never saw a message of counts 0). Unfilled gaps make it stale
 // with the code gap_not_filled.
-func compose(guildID string, w reports.Window, counts map[live.Key]int64, searched []spanCount, channels []discord.Channel,
+func compose(guildID string, w reports.Window, sums map[uint64]int64, searched []spanCount, channels []discord.Channel,
 	gaps []live.Gap, delay time.Duration, now time.Time) (reports.Row, []reports.ChannelRow) {
-	row := reports.Row{GuildID: guildID, Period: w.Label, GeneratedAt: now, Status: reports.StatusOK}
-	perChannel := map[uint64]int64{}
-	for k, n := range counts {
-		if k.Channel == 0 {
-			row.TotalMessages += n
-		} else {
-			perChannel[k.Channel] += n
-		}
-	}
+	row := reports.Row{GuildID: guildID, Period: w.Label, GeneratedAt: now, Status: reports.StatusOK, TotalMessages: sums[0]}
 	for _, s := range searched {
 		row.TotalMessages += s.Total
 	}
@@ -90,24 +83,13 @@ func compose(guildID string, w reports.Window, counts map[live.Key]int64, search
 		if err != nil || !discord.SnowflakeTime(id).Before(w.To) {
 			continue
 		}
-		n := perChannel[id]
+		n := sums[id]
 		for _, s := range searched {
 			n += s.Channels[ch.ID]
 		}
 		rows = append(rows, reports.ChannelRow{GuildID: guildID, Period: w.Label, ChannelID: ch.ID, Name: ch.Name, Messages: n})
 	}
 	return row, rows
-}
-
-// liveTotal is the server's total of the stored counts.
-func liveTotal(counts map[live.Key]int64) int64 {
-	var n int64
-	for k, c := range counts {
-		if k.Channel == 0 {
-			n += c
-		}
-	}
-	return n
 }
 
 // fillCounts adds a search of one hour of a gap to the counts a fill hands over: the server's

@@ -178,11 +178,11 @@ func (r *Reporter) writeWindow(ctx context.Context, g uint64, guildID string, co
 		}
 		searched = append(searched, sc)
 	}
-	counts, err := r.cfg.Live.Counts(ctx, g, fromH, toH)
+	sums, err := r.cfg.Live.Sums(ctx, g, fromH, toH)
 	if err != nil {
 		return err
 	}
-	row, rows := compose(guildID, w, counts, searched, channels, unfilledIn(fromH, toH, cov), r.cfg.GapDelay, now)
+	row, rows := compose(guildID, w, sums, searched, channels, unfilledIn(fromH, toH, cov), r.cfg.GapDelay, now)
 	if err := r.cfg.Reports.SaveReport(ctx, w.Kind, row, rows); err != nil {
 		return fmt.Errorf("write %s report %s of %s: %w", w.Kind, w.Label, guildID, err)
 	}
@@ -294,14 +294,14 @@ func (r *Reporter) closeDay(ctx context.Context, g uint64, guildID string, day r
 		row  reports.Row
 		rows []reports.ChannelRow
 	)
-	counts, err := r.cfg.Live.Counts(ctx, g, fromH, toH)
+	sums, err := r.cfg.Live.Sums(ctx, g, fromH, toH)
 	if err != nil {
 		return false, err
 	}
 	partial := len(reportSearch(fromH, toH, cov)) > 0
-	if lt := liveTotal(counts); !partial && lt == total {
+	if lt := sums[0]; !partial && lt == total {
 		metricClosedDays.WithLabelValues("equal").Inc()
-		row, rows = compose(guildID, w, counts, nil, channels, nil, r.cfg.GapDelay, now)
+		row, rows = compose(guildID, w, sums, nil, channels, nil, r.cfg.GapDelay, now)
 	} else {
 		if partial {
 			metricClosedDays.WithLabelValues("searched").Inc()
