@@ -120,9 +120,19 @@ func newRig(t *testing.T, gdb *gorm.DB, start time.Time) *rig {
 		Discord: client, Channels: collect.New(collect.Config{Discord: client, Now: r.clock.Now}), Live: r.lstore,
 		Reports: r.reports, GapDelay: 2 * time.Minute, SearchEvery: 24 * time.Hour, Now: r.clock.Now,
 	})
-	r.flusher = live.NewFlusher(acc, r.rep.Writer(r.lstore), r.clock.Now, nil)
-	r.rep.cfg.Filler = Shards{NumShards: 1, Flushers: map[int]*live.Flusher{0: r.flusher}}
+	r.flusher = live.NewFlusher(acc, afterFlush{r}, r.clock.Now, nil)
 	return r
+}
+
+// afterFlush stores a batch, then tells the reporter, as the app's shard owner does.
+type afterFlush struct{ r *rig }
+
+func (a afterFlush) Flush(ctx context.Context, b live.Batch) error {
+	if err := a.r.lstore.Flush(ctx, b); err != nil {
+		return err
+	}
+	a.r.rep.AfterFlush(Flush{Shard: 0, NumShards: 1, Flusher: a.r.flusher, Batch: &b})
+	return nil
 }
 
 func (r *rig) apply(ev live.Event) {
@@ -368,6 +378,7 @@ func TestReportsFromLiveCounts(t *testing.T) {
 		r.failing.Store(false)
 		r.clock.Add(3 * time.Minute) // past the retry delay
 		r.feed(r.clock.Now())
+		r.flush()
 		if err := r.rep.Flushed(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ package livereport
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -59,28 +60,62 @@ type Filler interface {
 	Fill(guild uint64, gap live.Gap, counts map[live.Key]int64) error
 }
 
-// Shards is the Filler of the shards this process runs: each server goes to the flusher of its
-// shard, (guild_id >> 22) % NumShards.
-type Shards struct {
-	NumShards int
-	Flushers  map[int]*live.Flusher
+// Flush is a shard's stored flush, as the app tells it after its transaction committed.
+type Flush struct {
+	Shard, NumShards int
+	// Flusher is the shard's: the fills of its servers' gaps go to its next flush.
+	Flusher *live.Flusher
+	// Batch is what the flush stored. Nil when the app does not know it: every catalog server of
+	// the shard is then taken as changed (its reports written at every flush).
+	Batch *live.Batch
 }
 
-func (s Shards) flusher(guild uint64) *live.Flusher {
-	if s.NumShards <= 0 {
+// shards is the Filler of the shards this process flushes, learned from AfterFlush: a shard
+// not heard of for heldFor has gone to another process (its lock was lost or let go).
+type shards struct {
+	mu        sync.Mutex
+	numShards int
+	held      map[int]heldShard
+	now       func() time.Time
+	heldFor   time.Duration
+}
+
+type heldShard struct {
+	fl   *live.Flusher
+	seen time.Time
+}
+
+func (s *shards) heard(f Flush) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f.NumShards != s.numShards {
+		// The shard count changed: every shard's servers are others now.
+		s.numShards, s.held = f.NumShards, map[int]heldShard{}
+	}
+	s.held[f.Shard] = heldShard{fl: f.Flusher, seen: s.now()}
+}
+
+func (s *shards) flusher(guild uint64) *live.Flusher {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.numShards <= 0 {
 		return nil
 	}
-	return s.Flushers[int((guild>>22)%uint64(s.NumShards))]
+	h, ok := s.held[int((guild>>22)%uint64(s.numShards))]
+	if !ok || h.fl == nil || s.now().Sub(h.seen) >= s.heldFor {
+		return nil
+	}
+	return h.fl
 }
 
-// Owns reports whether the server's shard runs here.
-func (s Shards) Owns(guild uint64) bool { return s.flusher(guild) != nil }
+// Owns reports whether the server's shard is flushed here.
+func (s *shards) Owns(guild uint64) bool { return s.flusher(guild) != nil }
 
 // Fill hands the fill to the server's shard flusher, written with its next flush.
-func (s Shards) Fill(guild uint64, gap live.Gap, counts map[live.Key]int64) error {
+func (s *shards) Fill(guild uint64, gap live.Gap, counts map[live.Key]int64) error {
 	f := s.flusher(guild)
 	if f == nil {
-		return live.ErrFill
+		return fmt.Errorf("%w: the shard of server %d is not flushed here", live.ErrFill, guild)
 	}
 	return f.Fill(guild, gap, counts)
 }
@@ -91,7 +126,8 @@ type Config struct {
 	Channels ChannelCounter
 	Live     LiveStore
 	Reports  ReportStore
-	Filler   Filler
+	// Filler, when set, replaces the shards learned from AfterFlush (tests).
+	Filler Filler
 	// GapDelay is LIVE_GAP_DELAY (default DefaultGapDelay).
 	GapDelay time.Duration
 	// SearchEvery is how long the search of the hours before a server's counting began, and its
@@ -112,14 +148,19 @@ type Reporter struct {
 
 	mu      sync.Mutex
 	changed map[uint64]bool // servers whose counts changed since their reports were written
-	notify  chan struct{}
+	// shards of which every server is taken as changed: flushes heard of without their batch.
+	changedShards map[[2]int]bool // shard, number of shards
+	notify        chan struct{}
+	held          *shards
 
 	// Held by step.
 	channels map[string]cachedChannels
 	spans    map[spanKey]cachedSpan
-	pending  map[live.GuildGap]bool // fills handed over, not yet seen stored
-	refused  map[live.GuildGap]bool // gaps the filler does not know (not counted here any more)
-	closed   map[uint64]reports.Day // the last day checked at its close, by server
+	// When a fill was handed over (not searched again until stored, or GapDelay without it: the
+	// flusher let the shard go), and when the filler refused one (not searched again for
+	// SearchEvery).
+	pending, refused map[live.GuildGap]time.Time
+	closed           map[uint64]reports.Day // the last day checked at its close, by server
 	// A server whose report write or day close failed is tried again from then.
 	retryWrite, retryClose map[uint64]time.Time
 	failedGap              map[live.GuildGap]time.Time // a gap whose search failed is searched again from then
@@ -154,14 +195,21 @@ func New(cfg Config) *Reporter {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Reporter{
+	r := &Reporter{
 		cfg: cfg, log: cfg.Logger,
 		changed: map[uint64]bool{}, notify: make(chan struct{}, 1),
 		channels: map[string]cachedChannels{}, spans: map[spanKey]cachedSpan{},
-		pending: map[live.GuildGap]bool{}, refused: map[live.GuildGap]bool{},
-		closed: map[uint64]reports.Day{}, retryWrite: map[uint64]time.Time{}, retryClose: map[uint64]time.Time{},
+		pending: map[live.GuildGap]time.Time{}, refused: map[live.GuildGap]time.Time{},
+		changedShards: map[[2]int]bool{},
+		closed:        map[uint64]reports.Day{}, retryWrite: map[uint64]time.Time{}, retryClose: map[uint64]time.Time{},
 		failedGap: map[live.GuildGap]time.Time{},
 	}
+	// A shard flushes every few seconds; one not heard of for GapDelay is no longer here.
+	r.held = &shards{now: cfg.Now, heldFor: cfg.GapDelay, held: map[int]heldShard{}}
+	if r.cfg.Filler == nil {
+		r.cfg.Filler = r.held
+	}
+	return r
 }
 
 // Note records that the counts of the servers changed: their reports are written at the next
@@ -175,13 +223,11 @@ func (r *Reporter) Note(guilds ...uint64) {
 		r.changed[g] = true
 	}
 	r.mu.Unlock()
-	select {
-	case r.notify <- struct{}{}:
-	default:
-	}
+	r.wake()
 }
 
-func (r *Reporter) takeChanged() []uint64 {
+// takeChanged returns the servers noted and the shards whose servers all are, and forgets them.
+func (r *Reporter) takeChanged() ([]uint64, [][2]int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]uint64, 0, len(r.changed))
@@ -189,7 +235,12 @@ func (r *Reporter) takeChanged() []uint64 {
 		out = append(out, g)
 	}
 	clear(r.changed)
-	return out
+	sh := make([][2]int, 0, len(r.changedShards))
+	for k := range r.changedShards {
+		sh = append(sh, k)
+	}
+	clear(r.changedShards)
+	return out, sh
 }
 
 // keep puts servers back among the changed without waking Run: they are written at a later step.
@@ -201,21 +252,26 @@ func (r *Reporter) keep(guilds []uint64) {
 	}
 }
 
-// Writer wraps the live store's writer: after each batch is stored, the servers whose counts it
-// changed (messages, fills, new gaps, counting begun) are noted for Flushed.
-func (r *Reporter) Writer(w live.Writer) live.Writer { return noting{w: w, r: r} }
-
-type noting struct {
-	w live.Writer
-	r *Reporter
+// AfterFlush hears of a shard's stored flush: it notes the servers whose counts the batch changed
+// (messages, fills, new gaps, counting begun) and the shard's flusher, and wakes Run. It does no
+// I/O and returns at once, so that it may run on the shard's flush loop.
+func (r *Reporter) AfterFlush(f Flush) {
+	r.held.heard(f)
+	if f.Batch == nil {
+		r.mu.Lock()
+		r.changedShards[[2]int{f.Shard, f.NumShards}] = true
+		r.mu.Unlock()
+		r.wake()
+		return
+	}
+	r.Note(batchGuilds(*f.Batch)...)
 }
 
-func (n noting) Flush(ctx context.Context, b live.Batch) error {
-	if err := n.w.Flush(ctx, b); err != nil {
-		return err
+func (r *Reporter) wake() {
+	select {
+	case r.notify <- struct{}{}:
+	default:
 	}
-	n.r.Note(batchGuilds(b)...)
-	return nil
 }
 
 // Flushed is the step run after a flush: it fills the gaps that are due, writes today's and this
@@ -279,4 +335,12 @@ func (r *Reporter) channelList(ctx context.Context, guildID string) ([]discord.C
 	}
 	r.channels[guildID] = cachedChannels{list: list, at: now}
 	return list, nil
+}
+
+func (r *Reporter) keepShards(sh [][2]int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range sh {
+		r.changedShards[k] = true
+	}
 }

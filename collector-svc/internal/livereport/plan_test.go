@@ -229,19 +229,3 @@ func TestBatchGuilds(t *testing.T) {
 		t.Fatalf("an empty batch changes %v", got)
 	}
 }
-
-func TestShards(t *testing.T) {
-	f := live.NewFlusher(live.NewAccumulator(1, 2, live.State{}), nil, nil, nil)
-	s := Shards{NumShards: 2, Flushers: map[int]*live.Flusher{1: f}}
-	odd, even := uint64(1)<<22, uint64(2)<<22
-	if !s.Owns(odd) || s.Owns(even) || (Shards{}).Owns(odd) {
-		t.Fatalf("Owns: shard 1 of 2 runs here")
-	}
-	if err := s.Fill(even, live.Gap{}, nil); err == nil {
-		t.Fatal("a fill of another shard's server was accepted")
-	}
-	// The shard's flusher refuses a gap it does not know.
-	if err := s.Fill(odd, live.Gap{MinID: 1, MaxID: 5}, nil); err == nil {
-		t.Fatal("a fill of an unknown gap was accepted")
-	}
-}

@@ -102,10 +102,6 @@ func (f *memFiller) Fill(g uint64, gap live.Gap, _ map[live.Key]int64) error {
 	return nil
 }
 
-type nopWriter struct{}
-
-func (nopWriter) Flush(context.Context, live.Batch) error { return nil }
-
 // memRig is a Reporter over memory: servers 5 and 6 are counted here, 7 elsewhere; the catalog
 // holds 5 and 7.
 func memRig(now time.Time) (*Reporter, *memDiscord, *memLive, *memReports, *memFiller, *testutil.Clock) {
@@ -128,9 +124,7 @@ func TestRunWritesTheReportsAFlushChanged(t *testing.T) {
 	done := make(chan struct{})
 	go func() { rep.Run(ctx, time.Hour); close(done) }()
 	b := live.Batch{Counts: map[live.Key]int64{{Guild: 5, Hour: 1}: 1, {Guild: 6, Hour: 1}: 1}}
-	if err := rep.Writer(nopWriter{}).Flush(ctx, b); err != nil {
-		t.Fatal(err)
-	}
+	rep.AfterFlush(Flush{Shard: 0, NumShards: 1, Batch: &b})
 	today, month := "5 "+reports.DayOf(now).String(), "5 "+reports.MonthOf(now).String()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -209,5 +203,56 @@ func TestFailuresWaitBeforeTheNextTry(t *testing.T) {
 	}
 	if n := d.count() - calls; n != 0 || len(f.fills) != 1 {
 		t.Fatalf("a pending fill searched again: %d requests, fills %v", n, f.fills)
+	}
+}
+
+func TestAfterFlushWithoutItsBatch(t *testing.T) {
+	now := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	rep, _, _, rs, _, _ := memRig(now)
+	rep.closed[5] = closingDay(now, time.Minute)
+	// Servers 5 and 7 are of shard 0 of 2 (their ids >> 22 are 0); 7 is counted elsewhere.
+	rep.AfterFlush(Flush{Shard: 1, NumShards: 2})
+	if err := rep.Flushed(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := rs.row("5 " + reports.DayOf(now).String()); ok {
+		t.Fatal("a server of another shard was written")
+	}
+	rep.AfterFlush(Flush{Shard: 0, NumShards: 2})
+	if err := rep.Flushed(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := rs.row("5 " + reports.DayOf(now).String()); !ok {
+		t.Fatal("a flush of the shard without its batch did not write its server")
+	}
+}
+
+func TestShardsHeardOf(t *testing.T) {
+	clock := testutil.NewClock(time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC))
+	s := &shards{now: clock.Now, heldFor: time.Minute, held: map[int]heldShard{}}
+	odd, even := uint64(1)<<22, uint64(2)<<22
+	if s.Owns(odd) || s.Owns(even) {
+		t.Fatal("a shard never heard of is owned")
+	}
+	fl := live.NewFlusher(live.NewAccumulator(1, 2, live.State{}), nil, nil, nil)
+	s.heard(Flush{Shard: 1, NumShards: 2, Flusher: fl})
+	if !s.Owns(odd) || s.Owns(even) {
+		t.Fatal("shard 1 of 2 is flushed here, and only it")
+	}
+	if err := s.Fill(even, live.Gap{}, nil); !errors.Is(err, live.ErrFill) {
+		t.Fatalf("a fill of another shard's server: %v", err)
+	}
+	// The shard's flusher refuses a gap it does not know.
+	if err := s.Fill(odd, live.Gap{MinID: 1, MaxID: 5}, nil); !errors.Is(err, live.ErrFill) {
+		t.Fatalf("a fill of an unknown gap: %v", err)
+	}
+	clock.Add(time.Minute)
+	if s.Owns(odd) {
+		t.Fatal("a shard not heard of for heldFor is still owned")
+	}
+	s.heard(Flush{Shard: 1, NumShards: 2, Flusher: fl})
+	s.heard(Flush{Shard: 0, NumShards: 3, Flusher: fl})
+	if s.Owns(odd) || !s.Owns(uint64(3)<<22) {
+		t.Fatal("after the shard count changed, only the shards heard of since are owned")
 	}
 }

@@ -30,13 +30,18 @@ func (r *Reporter) fillGaps(ctx context.Context) error {
 	for _, gg := range gaps {
 		stored[gg] = true
 	}
-	// A fill handed over leaves the list once its flush stored it.
-	maps.DeleteFunc(r.pending, func(gg live.GuildGap, _ bool) bool { return !stored[gg] })
-	maps.DeleteFunc(r.refused, func(gg live.GuildGap, _ bool) bool { return !stored[gg] })
+	// A fill handed over leaves the list once its flush stored it, or, never stored, after
+	// GapDelay (its shard went elsewhere); a refusal is kept for SearchEvery.
+	maps.DeleteFunc(r.pending, func(gg live.GuildGap, at time.Time) bool { return !stored[gg] || !now.Before(at.Add(r.cfg.GapDelay)) })
+	maps.DeleteFunc(r.refused, func(gg live.GuildGap, at time.Time) bool {
+		return !stored[gg] || !now.Before(at.Add(r.cfg.SearchEvery))
+	})
 	maps.DeleteFunc(r.failedGap, func(gg live.GuildGap, _ time.Time) bool { return !stored[gg] })
 	var errs []error
 	for _, gg := range gaps {
-		if r.pending[gg] || r.refused[gg] || !r.cfg.Filler.Owns(gg.Guild) || !due(gg.Gap, r.cfg.GapDelay, now) {
+		_, pending := r.pending[gg]
+		_, refused := r.refused[gg]
+		if pending || refused || !r.cfg.Filler.Owns(gg.Guild) || !due(gg.Gap, r.cfg.GapDelay, now) {
 			continue
 		}
 		if next, ok := r.failedGap[gg]; ok && now.Before(next) {
@@ -58,12 +63,12 @@ func (r *Reporter) fillGaps(ctx context.Context) error {
 		case errors.Is(err, live.ErrFill):
 			metricGapFills.WithLabelValues("refused").Inc()
 			r.log.Info("live gap: not one this process counts, left alone", "guild_id", gg.Guild, "err", err)
-			r.refused[gg] = true
+			r.refused[gg] = now
 		case err != nil:
 			errs = append(errs, err)
 		default:
 			metricGapFills.WithLabelValues("filled").Inc()
-			r.pending[gg] = true
+			r.pending[gg] = now
 			delete(r.failedGap, gg)
 		}
 	}
@@ -104,7 +109,7 @@ func (r *Reporter) searchGap(ctx context.Context, gg live.GuildGap) (map[live.Ke
 // counts change, so that a failing search is not repeated at every flush.
 func (r *Reporter) writeChanged(ctx context.Context) error {
 	now := r.cfg.Now()
-	changed := r.takeChanged()
+	changed, wholeShards := r.takeChanged()
 	// A server waiting for its retry is skipped below; it is written once its time has come.
 	for g, at := range r.retryWrite {
 		if !now.Before(at) {
@@ -112,13 +117,21 @@ func (r *Reporter) writeChanged(ctx context.Context) error {
 			changed = append(changed, g)
 		}
 	}
-	if len(changed) == 0 {
+	if len(changed) == 0 && len(wholeShards) == 0 {
 		return nil
 	}
 	guilds, err := r.catalogGuilds(ctx)
 	if err != nil {
 		r.keep(changed)
+		r.keepShards(wholeShards)
 		return err
+	}
+	for _, sh := range wholeShards {
+		for g := range guilds {
+			if int((g>>22)%uint64(sh[1])) == sh[0] {
+				changed = append(changed, g)
+			}
+		}
 	}
 	slices.Sort(changed)
 	changed = slices.Compact(changed)
