@@ -15,7 +15,8 @@ import (
 	"forumstats.local/shared/reports"
 )
 
-// fillGaps searches every unfilled gap of a server counted here once it is due, hour by hour,
+// fillGaps searches every unfilled gap of a catalog server counted here once it is due (the
+// others are never reported: their gaps would spend the search's budget for nothing), hour by hour,
 // for the server's total and its channels, and hands the counts to the server's flusher, which
 // stores them and marks the gap filled in one transaction. A failed search hands over nothing:
 // the gap stays unfilled and is searched again GapDelay later.
@@ -23,6 +24,10 @@ func (r *Reporter) fillGaps(ctx context.Context) error {
 	now := r.cfg.Now()
 	// Only the hours still refreshed matter: older gaps are no longer live counting's.
 	gaps, err := r.cfg.Live.UnfilledGaps(ctx, reports.RefreshedAt(now).Months[1].Start())
+	if err != nil {
+		return err
+	}
+	guilds, err := r.catalogGuilds(ctx)
 	if err != nil {
 		return err
 	}
@@ -41,7 +46,7 @@ func (r *Reporter) fillGaps(ctx context.Context) error {
 	for _, gg := range gaps {
 		_, pending := r.pending[gg]
 		_, refused := r.refused[gg]
-		if pending || refused || !r.cfg.Filler.Owns(gg.Guild) || !due(gg.Gap, r.cfg.GapDelay, now) {
+		if _, ok := guilds[gg.Guild]; pending || refused || !ok || !due(gg.Gap, r.cfg.GapDelay, now) {
 			continue
 		}
 		if next, ok := r.failedGap[gg]; ok && now.Before(next) {
