@@ -162,7 +162,8 @@ func TestFailuresWaitBeforeTheNextTry(t *testing.T) {
 	since := discord.SnowflakeAt(now.Add(-time.Hour))
 	gap, _ := live.GapBetween(now.Add(-30*time.Minute), now.Add(-20*time.Minute))
 	lv.cov[5] = live.Coverage{SinceID: since, Gaps: []live.Gap{gap}}
-	lv.gaps = []live.GuildGap{{Guild: 5, Gap: gap}, {Guild: 6, Gap: gap}, {Guild: 7, Gap: gap}} // 6 is not in the catalog
+	// 6 is counted here but not in the catalog; 7 is in the catalog but counted elsewhere.
+	lv.gaps = []live.GuildGap{{Guild: 5, Gap: gap}, {Guild: 6, Gap: gap}, {Guild: 7, Gap: gap}}
 	rep.closed[5] = closingDay(now, time.Minute) // no close in this test
 	d.err = errors.New("search down")
 	rep.Note(5)
