@@ -19,7 +19,7 @@ import (
 // collectorEnv are the variables LoadConfig reads beyond the common ones; every case starts
 // from all of them unset.
 var collectorEnv = []string{"DISCORD_TOKEN", "DISCORD_API_BASE", "CATALOG_FILE", "DISCORD_MAX_RPS", "REFRESH_MINUTES", "REFRESH_INTERVAL",
-	"LIVE_FLUSH_INTERVAL"}
+	"LIVE_FLUSH_INTERVAL", "LIVE_GAP_DELAY"}
 
 func TestLoadConfig(t *testing.T) {
 	dir := t.TempDir()
@@ -38,15 +38,15 @@ func TestLoadConfig(t *testing.T) {
 	}{
 		{"defaults", nil,
 			Collector{APIBase: "https://discord.com/api/v10", MaxRPS: 50, RefreshMinutes: 10, Interval: 10 * time.Minute,
-				LiveFlushInterval: 5 * time.Second}, ""},
+				LiveFlushInterval: 5 * time.Second, LiveGapDelay: 2 * time.Minute}, ""},
 		{"all set", map[string]string{"DISCORD_TOKEN": "t", "DISCORD_API_BASE": "http://127.0.0.1:8090/api/v10", "CATALOG_FILE": good,
 			"DISCORD_MAX_RPS": "200", "REFRESH_MINUTES": "7", "REFRESH_INTERVAL": "2s",
-			"LIVE_FLUSH_INTERVAL": "1s"},
+			"LIVE_FLUSH_INTERVAL": "1s", "LIVE_GAP_DELAY": "30s"},
 			Collector{Token: "t", APIBase: "http://127.0.0.1:8090/api/v10", CatalogFile: good, MaxRPS: 200, RefreshMinutes: 7, Interval: 2 * time.Second,
-				LiveFlushInterval: time.Second}, ""},
+				LiveFlushInterval: time.Second, LiveGapDelay: 30 * time.Second}, ""},
 		{"interval follows the minutes", map[string]string{"REFRESH_MINUTES": "3"},
 			Collector{APIBase: "https://discord.com/api/v10", MaxRPS: 50, RefreshMinutes: 3, Interval: 3 * time.Minute,
-				LiveFlushInterval: 5 * time.Second}, ""},
+				LiveFlushInterval: 5 * time.Second, LiveGapDelay: 2 * time.Minute}, ""},
 		{"api base not http", map[string]string{"DISCORD_API_BASE": "ftp://x"}, Collector{}, `DISCORD_API_BASE: "ftp://x" is not an http(s) URL`},
 		{"api base without host", map[string]string{"DISCORD_API_BASE": "http://"}, Collector{}, "DISCORD_API_BASE"},
 		{"rate not a number", map[string]string{"DISCORD_MAX_RPS": "fast"}, Collector{}, `DISCORD_MAX_RPS: "fast" is not an integer`},
@@ -55,6 +55,8 @@ func TestLoadConfig(t *testing.T) {
 		{"interval negative", map[string]string{"REFRESH_INTERVAL": "-1s"}, Collector{}, "REFRESH_INTERVAL: must be positive, got -1s"},
 		{"live flush interval zero", map[string]string{"LIVE_FLUSH_INTERVAL": "0s"}, Collector{}, "LIVE_FLUSH_INTERVAL: must be positive, got 0s"},
 		{"live flush interval not a duration", map[string]string{"LIVE_FLUSH_INTERVAL": "5"}, Collector{}, "LIVE_FLUSH_INTERVAL"},
+		{"live gap delay zero", map[string]string{"LIVE_GAP_DELAY": "0s"}, Collector{}, "LIVE_GAP_DELAY: must be positive, got 0s"},
+		{"live gap delay not a duration", map[string]string{"LIVE_GAP_DELAY": "2"}, Collector{}, "LIVE_GAP_DELAY"},
 		{"catalog broken", map[string]string{"CATALOG_FILE": broken}, Collector{}, "CATALOG_FILE: "},
 		{"catalog absent", map[string]string{"CATALOG_FILE": filepath.Join(dir, "none.json")}, Collector{}, "CATALOG_FILE: "},
 	}

@@ -8,6 +8,7 @@ import (
 	"forumstats.local/collector-svc/internal/catalog"
 	"forumstats.local/collector-svc/internal/discord"
 	"forumstats.local/collector-svc/internal/live"
+	"forumstats.local/collector-svc/internal/livereport"
 	"forumstats.local/shared/config"
 )
 
@@ -38,6 +39,9 @@ type Collector struct {
 	// LiveFlushInterval is LIVE_FLUSH_INTERVAL: how often live counts are flushed with their
 	// gateway checkpoint (internal/live).
 	LiveFlushInterval time.Duration
+	// LiveGapDelay is LIVE_GAP_DELAY: how long after a gap of live counting ends its search waits
+	// (internal/livereport).
+	LiveGapDelay time.Duration
 }
 
 // LoadConfig reads the environment for serve and run-once: the collector's own variables, checked
@@ -94,6 +98,12 @@ func loadCollector() (Collector, error) {
 	}
 	if c.LiveFlushInterval <= 0 {
 		return c, fmt.Errorf("LIVE_FLUSH_INTERVAL: must be positive, got %s", c.LiveFlushInterval)
+	}
+	if c.LiveGapDelay, err = config.Duration("LIVE_GAP_DELAY", livereport.DefaultGapDelay); err != nil {
+		return c, err
+	}
+	if c.LiveGapDelay <= 0 {
+		return c, fmt.Errorf("LIVE_GAP_DELAY: must be positive, got %s", c.LiveGapDelay)
 	}
 	if c.CatalogFile != "" {
 		// Fail at start on a broken file; every pass reads it again.

@@ -19,13 +19,16 @@ const (
 	CodeTimeout            = "timeout"
 	CodeDiscordError       = "discord_error" // any other answer of Discord
 	CodeStoreError         = "store_error"   // the report could not be written
+	// CodeGapNotFilled: the gateway was not connected during part of the period and the search
+	// that counts that part has not been made yet (reports written from live counts).
+	CodeGapNotFilled = "gap_not_filled"
 )
 
 // maxMessage bounds the message stored with a stale report (stats-svc serves it publicly).
 const maxMessage = 300
 
-// classify gives the code and message a report stores when counting it failed with err.
-func classify(err error) (code, message string) {
+// Classify gives the code and message a report stores when counting it failed with err.
+func Classify(err error) (code, message string) {
 	var (
 		apiErr *discord.APIError
 		netErr net.Error

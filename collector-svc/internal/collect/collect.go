@@ -475,29 +475,20 @@ func (r *run) window(ctx, dctx context.Context, s *server, w reports.Window) err
 		return err
 	}
 	row := reports.Row{GuildID: s.GuildID, Period: w.Label, Status: reports.StatusOK, TotalMessages: total}
-	var asked []discord.Channel
-	for _, ch := range s.channels {
-		// A channel created after the window had no message in it, and one that answered 403
-		// lately is still closed to us: no request.
-		if createdBefore(ch.ID, w.To) && !r.c.isForbidden(ch, r.start) {
-			asked = append(asked, ch)
-		}
-	}
-	var counts []reports.ChannelRow
-	switch stored, ok := r.stored(ctx, s, w, total); {
-	case total == 0:
-		counts = make([]reports.ChannelRow, 0, len(asked))
-		for _, ch := range asked {
-			counts = append(counts, reports.ChannelRow{GuildID: s.GuildID, Period: w.Label, ChannelID: ch.ID, Name: ch.Name})
-		}
-	case ok:
-		counts = stored
+	counts, ok := r.stored(ctx, s, w, total)
+	if ok {
 		r.mu.Lock()
 		r.res.Reused++
 		r.mu.Unlock()
-	default:
-		if counts, err = r.channels(dctx, s, w, asked); err != nil {
+	} else {
+		var n int64
+		counts, n, err = r.c.CountChannels(dctx, s.GuildID, s.channels, w.From, w.To, total, r.start)
+		r.requests.Add(n)
+		if err != nil {
 			return err
+		}
+		for i := range counts {
+			counts[i].Period = w.Label
 		}
 	}
 	row.GeneratedAt = r.c.cfg.Now()
@@ -538,29 +529,49 @@ func (r *run) stored(ctx context.Context, s *server, w reports.Window, total int
 	return channels, true
 }
 
-// channels counts each channel of the window, PerServer at once; a 403 or 404 skips the channel
-// (a 403 is remembered), any other error fails the window and stops its other requests.
-func (r *run) channels(dctx context.Context, s *server, w reports.Window, asked []discord.Channel) ([]reports.ChannelRow, error) {
-	wctx, cancel := context.WithCancel(dctx)
+// CountChannels counts the messages of [from, to) in each of the server's channels that can hold
+// some there, the server's total being total: a channel created after the window, or one that
+// answered 403 less than a day before now (with the permission overwrites it has now), is left
+// out without a request; with total 0 every other channel is 0 without a request; otherwise each
+// is searched, PerServer at once. A 403 or 404 leaves the channel out (a 403 is remembered); any
+// other error fails the whole count and stops its other requests. The rows carry the guild,
+// channel and name (no period); requests is how many searches were sent, also on an error.
+func (c *Collector) CountChannels(ctx context.Context, guildID string, channels []discord.Channel, from, to time.Time,
+	total int64, now time.Time) (rows []reports.ChannelRow, requests int64, err error) {
+	var asked []discord.Channel
+	for _, ch := range channels {
+		if createdBefore(ch.ID, to) && !c.isForbidden(ch, now) {
+			asked = append(asked, ch)
+		}
+	}
+	if total == 0 {
+		rows = make([]reports.ChannelRow, 0, len(asked))
+		for _, ch := range asked {
+			rows = append(rows, reports.ChannelRow{GuildID: guildID, ChannelID: ch.ID, Name: ch.Name})
+		}
+		return rows, 0, nil
+	}
+	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
 		mu       sync.Mutex
 		firstErr error
+		sent     atomic.Int64
 	)
 	counts := make([]int64, len(asked))
 	skipped := make([]bool, len(asked))
-	limited(wctx, r.c.cfg.PerServer, asked, func(i int, ch discord.Channel) {
-		r.requests.Add(1)
-		n, err := r.c.cfg.Discord.CountMessages(wctx, s.GuildID, ch.ID, w.From, w.To)
+	limited(wctx, c.cfg.PerServer, asked, func(i int, ch discord.Channel) {
+		sent.Add(1)
+		n, err := c.cfg.Discord.CountMessages(wctx, guildID, ch.ID, from, to)
 		switch {
 		case err == nil:
 			counts[i] = n
 		case errors.Is(err, discord.ErrForbidden) || errors.Is(err, discord.ErrNotFound):
 			// No access to this channel (or it was deleted since the listing): skip it.
-			s.log.Debug("channel skipped", "channel_id", ch.ID, "err", err)
+			c.log.Debug("channel skipped", "guild_id", guildID, "channel_id", ch.ID, "err", err)
 			skipped[i] = true
 			if errors.Is(err, discord.ErrForbidden) {
-				r.c.markForbidden(ch, r.c.cfg.Now())
+				c.markForbidden(ch, c.cfg.Now())
 			}
 		default:
 			mu.Lock()
@@ -573,18 +584,18 @@ func (r *run) channels(dctx context.Context, s *server, w reports.Window, asked 
 		}
 	})
 	if firstErr != nil {
-		return nil, firstErr
+		return nil, sent.Load(), firstErr
 	}
 	if err := wctx.Err(); err != nil {
-		return nil, err
+		return nil, sent.Load(), err
 	}
-	out := make([]reports.ChannelRow, 0, len(asked))
+	rows = make([]reports.ChannelRow, 0, len(asked))
 	for i, ch := range asked {
 		if !skipped[i] {
-			out = append(out, reports.ChannelRow{GuildID: s.GuildID, Period: w.Label, ChannelID: ch.ID, Name: ch.Name, Messages: counts[i]})
+			rows = append(rows, reports.ChannelRow{GuildID: guildID, ChannelID: ch.ID, Name: ch.Name, Messages: counts[i]})
 		}
 	}
-	return out, nil
+	return rows, sent.Load(), nil
 }
 
 // isForbidden tells whether ch answered 403 less than forbiddenFor before now with the same
@@ -620,7 +631,7 @@ func createdBefore(id string, t time.Time) bool {
 
 // failWindow records that w could not be refreshed and marks its earlier report stale.
 func (r *run) failWindow(ctx context.Context, log *slog.Logger, guildID string, w reports.Window, err error) {
-	code, message := classify(err)
+	code, message := Classify(err)
 	if errors.Is(err, errStore) {
 		code = CodeStoreError
 	}

@@ -667,12 +667,12 @@ func TestClassify(t *testing.T) {
 		{errors.New("odd"), CodeDiscordError},
 	}
 	for _, tt := range tests {
-		if code, msg := classify(tt.err); code != tt.code || msg != tt.err.Error() {
-			t.Errorf("classify(%v) = %s, %q; want %s", tt.err, code, msg, tt.code)
+		if code, msg := Classify(tt.err); code != tt.code || msg != tt.err.Error() {
+			t.Errorf("Classify(%v) = %s, %q; want %s", tt.err, code, msg, tt.code)
 		}
 	}
 	long := strings.Repeat("é", 400)
-	if _, msg := classify(errors.New(long)); len(msg) > maxMessage+len("…") || !strings.HasSuffix(msg, "…") || !utf8Valid(msg) {
+	if _, msg := Classify(errors.New(long)); len(msg) > maxMessage+len("…") || !strings.HasSuffix(msg, "…") || !utf8Valid(msg) {
 		t.Fatalf("long message %q", msg)
 	}
 }
