@@ -25,8 +25,15 @@ const numShards = 4
 
 // holders records which replica holds each shard, as the replicas' locks say.
 type holders struct {
-	mu sync.Mutex
-	by map[int]string
+	mu       sync.Mutex
+	by       map[int]string
+	released map[string]int // shards let go, by replica
+}
+
+func (h *holders) releases(replica string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.released[replica]
 }
 
 func (h *holders) snapshot() map[int]string {
@@ -62,6 +69,7 @@ func (l *recordingLock) Release() {
 	l.h.mu.Lock()
 	if l.h.by[l.shard] == l.replica {
 		delete(l.h.by, l.shard)
+		l.h.released[l.replica]++
 	}
 	l.h.mu.Unlock()
 }
@@ -86,7 +94,7 @@ func newRig(t *testing.T, url string) *rig {
 			ResumeWindow: time.Hour}})
 	srv := httptest.NewServer(fake.Handler())
 	t.Cleanup(func() { srv.Close(); fake.Close() })
-	return &rig{t: t, url: url, fake: fake, srv: srv, clock: clock, t0: t0, h: &holders{by: map[int]string{}}, db: testutil.OpenDB(t, url)}
+	return &rig{t: t, url: url, fake: fake, srv: srv, clock: clock, t0: t0, h: &holders{by: map[int]string{}, released: map[string]int{}}, db: testutil.OpenDB(t, url)}
 }
 
 // replica starts one replica's live counting on its own connections; stop ends it and waits.
@@ -221,16 +229,22 @@ func TestShardsAcrossReplicas(t *testing.T) {
 	r.heldBy("b", 5*time.Second)
 	r.exact(2 * time.Minute)
 
-	// b's lock connections are cut (as when its process dies): b stops writing at its next
-	// flush, c takes the shards and resumes from what b stored.
+	// b's lock connections are cut (as when its database session ends): b lets every shard go
+	// at its next flush; each is taken again, by c or, trying again itself, by b, and resumed
+	// from what b stored.
 	_, stopC := r.replica("c")
 	defer stopC()
 	time.Sleep(300 * time.Millisecond) // c tries and finds every shard held
+	released := r.h.releases("b")
 	if err := r.db.Exec(`SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND classid::bigint = ?`,
 		int64(uint64(lock.ShardKey(0))>>32)).Error; err != nil {
 		t.Fatal(err)
 	}
-	r.heldBy("c", 5*time.Second)
+	r.eventually("b lets its shards go", 5*time.Second, func() (bool, string) {
+		n := r.h.releases("b") - released
+		return n >= numShards, fmt.Sprint(n)
+	})
+	r.heldBy("", 5*time.Second)
 	r.exact(2 * time.Minute)
 	stopB()
 	if st := r.fake.GatewayStats(); st.Identifies != numShards {
