@@ -128,8 +128,13 @@ func (a *App) Run(ctx context.Context) error {
 	if c.Gateway {
 		go func() {
 			defer close(liveDone)
+			lc, err := a.liveConfig()
+			if err != nil {
+				a.log.Error("live counting not started", "err", err)
+				return
+			}
 			// livegw logs why it stopped and sets collector_live_stopped.
-			_ = livegw.Run(ctx, a.liveConfig())
+			_ = livegw.Run(ctx, lc)
 		}()
 	} else {
 		close(liveDone)
@@ -143,17 +148,27 @@ func (a *App) Run(ctx context.Context) error {
 	return serveErr
 }
 
-// liveConfig is the configuration of live counting: the shards' locks on the reports database.
-func (a *App) liveConfig() livegw.Config {
+// liveConfig is the configuration of live counting: the shards' locks on the reports database,
+// and on PostgreSQL this replica's presence among the others, to take its share of the shards.
+func (a *App) liveConfig() (livegw.Config, error) {
 	c := a.cfg.Collector
+	presence, err := lock.NewPresence(a.backend.DB)
+	if err != nil {
+		return livegw.Config{}, err
+	}
+	var replicas livegw.Replicas
+	if presence != nil { // not a nil *Presence in the interface
+		replicas = presence
+	}
 	return livegw.Config{
-		APIBase: c.APIBase, Token: c.Token, DB: a.backend.DB,
+		Replicas: replicas,
+		APIBase:  c.APIBase, Token: c.Token, DB: a.backend.DB,
 		Lock: func(shard int) (livegw.Locker, error) {
 			return lock.NewShard(a.backend.DB, a.cfg.DatabaseURL, shard, c.ShardLockRetry, a.log)
 		},
 		FlushInterval: c.LiveFlushInterval, LockRetry: c.ShardLockRetry,
 		Now: a.now, Logger: a.log, AfterFlush: a.afterFlush,
-	}
+	}, nil
 }
 
 // RunPass waits for the writer lock, then runs one pass. The error wraps collect.ErrPassFailed

@@ -16,10 +16,10 @@ import (
 // one PostgreSQL database, against a fake Discord with four gateway shards whose clock the test
 // moves (in this process, so that the fake's count of the messages dispatched is exact). After
 // every step the stored server totals equal the fake's count of the messages made since each
-// server's counting began: two replicas sharing the shards; one killed with SIGKILL (its shards
-// resumed by the other from the stored checkpoints); the other stopped with SIGTERM (a last
-// flush, connections closed with 4000) and its shards resumed by a third. No session is ever
-// identified again.
+// server's counting began: two replicas sharing the shards, two each; one killed with SIGKILL
+// (its shards resumed by the other from the stored checkpoints); a third started (the shards
+// split again); the other stopped with SIGTERM (a last flush, connections closed with 4000) and
+// its shards resumed by the third. No session is ever identified again.
 func TestLiveCountsAcrossReplicas(t *testing.T) {
 	const shards = 4
 	clock := testutil.NewClock(time.Now().UTC().Truncate(time.Millisecond))
@@ -99,7 +99,7 @@ func TestLiveCountsAcrossReplicas(t *testing.T) {
 
 	a, addrA := replica("A")
 	b, addrB := replica("B")
-	waitFor(t, "every shard held", 30*time.Second, func() bool { return held(addrA, addrB) == shards })
+	waitFor(t, "the shards split over A and B", 30*time.Second, func() bool { return held(addrA) == shards/2 && held(addrB) == shards/2 })
 	waitFor(t, "every server counted", 30*time.Second, func() bool {
 		var n int64
 		gdb.Table("live_guilds").Count(&n)
@@ -120,6 +120,8 @@ func TestLiveCountsAcrossReplicas(t *testing.T) {
 
 	// SIGTERM: B flushes and closes with 4000; C resumes every session.
 	_, addrC := replica("C")
+	waitFor(t, "the shards split over B and C", 30*time.Second, func() bool { return held(addrB) == shards/2 && held(addrC) == shards/2 })
+	exact("B and C", time.Minute)
 	b.stop()
 	waitFor(t, "C to hold every shard", 15*time.Second, func() bool { return held(addrC) == shards })
 	exact("after B stopped", time.Minute)

@@ -31,6 +31,13 @@ type Locker interface {
 	Release()
 }
 
+// Replicas counts the replicas counting live, this one included (lock.Presence): each takes at
+// most its share of the shards.
+type Replicas interface {
+	Replicas(ctx context.Context) (int, error)
+	Leave()
+}
+
 // Flushed is what AfterFlush is told of a shard's successful flush.
 type Flushed struct {
 	Shard, NumShards int
@@ -55,6 +62,11 @@ type Config struct {
 	DB             *gorm.DB // the migrated reports database (live_* tables)
 	// Lock returns the lock of a shard (lock.NewShard).
 	Lock func(shard int) (Locker, error)
+	// Replicas, when set, makes this replica hold at most its share of the shards,
+	// ceil(shards / replicas), letting go of those beyond it (a last flush, then the connection
+	// closed with 4000, so that another replica resumes them): the shards spread over the
+	// replicas. nil (SQLite, one process): every free shard is taken.
+	Replicas Replicas
 	// FlushInterval is LIVE_FLUSH_INTERVAL; LockRetry is LIVE_SHARD_LOCK_RETRY, the pause between
 	// tries of the free shards' locks.
 	FlushInterval, LockRetry time.Duration
@@ -72,8 +84,9 @@ type Config struct {
 // Run counts live until ctx ends (nil) or a shard is closed with a code after which Discord
 // forbids reconnecting (a *gateway.FatalError: every shard of this replica stops, after a last
 // flush). It reads the shard count from /gateway/bot, then every LockRetry takes the lock of each
-// shard no replica holds and counts it until ctx ends, its lock is lost, or its stored checkpoint
-// moved under it (another replica wrote the shard); a shard let go is tried again later.
+// shard no replica holds, up to its share, and counts it until ctx ends, its lock is lost, its
+// stored checkpoint moved under it (another replica wrote the shard), or it is beyond the share;
+// a shard let go is tried again later.
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -103,8 +116,11 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("live counting: lock of shard %d: %w", i, err)
 		}
 	}
+	if cfg.Replicas != nil {
+		defer cfg.Replicas.Leave()
+	}
 	o := &owner{cfg: cfg, bot: bot, store: live.NewStore(cfg.DB), gate: gateway.NewLimiter(bot.SessionStartLimit, cfg.IdentifyInterval),
-		held: make([]bool, bot.Shards), log: log}
+		held: make([]context.CancelFunc, bot.Shards), releasing: make([]bool, bot.Shards), log: log}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -112,7 +128,12 @@ func Run(ctx context.Context, cfg Config) error {
 	t := time.NewTicker(cfg.LockRetry)
 	defer t.Stop()
 	for {
+		share := o.share(ctx)
+		o.letGoBeyond(share)
 		for shard, lk := range locks {
+			if o.kept() >= share {
+				break
+			}
 			if o.isHeld(shard) {
 				continue
 			}
@@ -126,10 +147,11 @@ func Run(ctx context.Context, cfg Config) error {
 			if !ok {
 				continue
 			}
-			o.setHeld(shard, true)
+			shardCtx, stopShard := context.WithCancel(ctx)
+			o.setHeld(shard, stopShard)
 			wg.Go(func() {
-				defer func() { lk.Release(); o.setHeld(shard, false) }()
-				if err := o.count(ctx, shard, lk); err != nil {
+				defer func() { stopShard(); lk.Release(); o.setHeld(shard, nil) }()
+				if err := o.count(shardCtx, shard, lk); err != nil {
 					var fatal *gateway.FatalError
 					if errors.As(err, &fatal) {
 						cancel(err)
@@ -183,27 +205,81 @@ type owner struct {
 	gate  *gateway.Limiter
 	log   *slog.Logger
 
-	mu   sync.Mutex
-	held []bool
+	mu sync.Mutex
+	// held has the stop of each shard held (nil: not held); releasing marks those stopped to
+	// go to another replica, until they are let go.
+	held      []context.CancelFunc
+	releasing []bool
 }
 
 func (o *owner) isHeld(shard int) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.held[shard]
+	return o.held[shard] != nil
 }
 
-func (o *owner) setHeld(shard int, held bool) {
+func (o *owner) setHeld(shard int, stop context.CancelFunc) {
 	o.mu.Lock()
-	o.held[shard] = held
+	o.held[shard] = stop
+	o.releasing[shard] = false
 	n := 0
 	for _, h := range o.held {
-		if h {
+		if h != nil {
 			n++
 		}
 	}
 	o.mu.Unlock()
 	metricShardsHeld.Set(float64(n))
+}
+
+// kept is the number of shards held and not being let go.
+func (o *owner) kept() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for s, h := range o.held {
+		if h != nil && !o.releasing[s] {
+			n++
+		}
+	}
+	return n
+}
+
+// share is how many shards this replica may hold: ceil(shards / replicas), or every shard when
+// the replicas cannot be counted (a shard held by nobody is worse than shards held unevenly).
+func (o *owner) share(ctx context.Context) int {
+	if o.cfg.Replicas == nil {
+		return o.bot.Shards
+	}
+	n, err := o.cfg.Replicas.Replicas(ctx)
+	if err != nil || n < 1 {
+		if ctx.Err() == nil {
+			o.log.Warn("live counting: cannot count the replicas; taking any free shard", "err", err)
+		}
+		return o.bot.Shards
+	}
+	return (o.bot.Shards + n - 1) / n
+}
+
+// letGoBeyond stops the highest-numbered shards held beyond share: each is flushed and its
+// connection closed with 4000, so that the replica that takes it resumes its session.
+func (o *owner) letGoBeyond(share int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	kept := 0
+	for s, h := range o.held {
+		if h != nil && !o.releasing[s] {
+			kept++
+		}
+	}
+	for s := len(o.held) - 1; s >= 0 && kept > share; s-- {
+		if o.held[s] != nil && !o.releasing[s] {
+			o.log.Info("live counting: letting a shard go to another replica", "shard", s, "share", share)
+			o.releasing[s] = true
+			o.held[s]()
+			kept--
+		}
+	}
 }
 
 // keepFrom is the oldest time the collector still refreshes at now: the start of the previous

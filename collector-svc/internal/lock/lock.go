@@ -1,5 +1,6 @@
 // Package lock makes one collector per deployment the writer, and one replica the holder of each
-// gateway shard (NewShard: a lock of the same kind per shard). On PostgreSQL it is a session
+// gateway shard (NewShard: a lock of the same kind per shard); Presence lets the replicas count
+// one another, to share the shards. On PostgreSQL it is a session
 // advisory lock held on a dedicated connection: it is released when the holder releases it,
 // or when its connection ends (the process died), so that a standby takes over. SQLite has no
 // advisory locks; there the lock is an exclusive lock on a file beside the database (on Unix;

@@ -182,3 +182,28 @@ func TestShardKeys(t *testing.T) {
 		t.Fatal("accepted a shard out of range")
 	}
 }
+
+// TestPresence: each process present counts once, and one that leaves is no longer counted.
+func TestPresence(t *testing.T) {
+	ctx := context.Background()
+	url := testutil.NewDatabase(t, reports.Migrations)
+	var ps []*Presence
+	for i := range 3 {
+		p, err := NewPresence(testutil.OpenDB(t, url))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Leave)
+		ps = append(ps, p)
+		if n, err := p.Replicas(ctx); n != i+1 || err != nil {
+			t.Fatalf("with %d present: %d %v", i+1, n, err)
+		}
+	}
+	ps[0].Leave()
+	if n, err := ps[1].Replicas(ctx); n != 2 || err != nil {
+		t.Fatalf("after one left: %d %v", n, err)
+	}
+	if p, err := NewPresence(testutil.OpenDB(t, "sqlite:"+filepath.Join(t.TempDir(), "x.db"))); p != nil || err != nil {
+		t.Fatalf("SQLite: %v %v", p, err)
+	}
+}
