@@ -274,7 +274,7 @@ func TestShardsAcrossReplicas(t *testing.T) {
 		}
 		k := uint64(lock.ShardKey(shard))
 		if err := r.db.Exec(`SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted
-			AND classid::bigint = ? AND objid::bigint = ? AND objsubid = 1`, int64(k>>32), int64(k&0xffffffff)).Error; err != nil {
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND classid::bigint = ? AND objid::bigint = ? AND objsubid = 1`, int64(k>>32), int64(k&0xffffffff)).Error; err != nil {
 			t.Fatal(err)
 		}
 		cut++

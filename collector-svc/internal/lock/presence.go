@@ -59,7 +59,9 @@ func (p *Presence) Replicas(ctx context.Context) (int, error) {
 		p.conn = conn
 	}
 	var n int
+	// pg_locks shows the whole cluster: only this database's replicas count.
 	err := p.conn.QueryRowContext(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
+AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 AND classid::bigint = $1 AND objid::bigint = $2 AND objsubid = 1`,
 		int64(uint64(PresenceKey)>>32), int64(uint64(PresenceKey)&0xffffffff)).Scan(&n)
 	if err != nil {
