@@ -113,9 +113,11 @@ func TestLiveCountsAcrossReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-a.done
+	killed := time.Now()
 	clock.Add(30 * time.Second) // dispatched while A's shards have no connection
 	fake.Pump()
 	waitFor(t, "B to hold every shard", 15*time.Second, func() bool { return held(addrB) == shards })
+	t.Logf("B held A's %v shards %s after A was killed (LIVE_SHARD_LOCK_RETRY 500ms)", heldByA, time.Since(killed).Round(time.Millisecond))
 	exact("after A was killed (it held "+strconv.Itoa(int(heldByA))+" shards)", time.Minute)
 
 	// SIGTERM: B flushes and closes with 4000; C resumes every session.
