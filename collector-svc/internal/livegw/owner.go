@@ -287,7 +287,7 @@ func (o *owner) letGoBeyond(share int) {
 // gaps are never searched.
 func keepFrom(now time.Time) time.Time { return reports.RefreshedAt(now).Months[1].Start() }
 
-// errLetGo says why a shard was let go.
+// Why a shard is let go, besides the store's ErrCheckpointMoved and the gateway's FatalError.
 var (
 	errLockLost = errors.New("the shard's lock was lost")
 	errStopped  = errors.New("the shard is stopping")
