@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"gorm.io/gorm"
 
 	"forumstats.local/collector-svc/internal/fakediscord"
@@ -100,13 +102,21 @@ func TestServeCountsLive(t *testing.T) {
 	fake.DropConnections()
 	exact(time.Minute)
 
-	before := fake.GatewayStats().Resumes
+	// Until every shard has resumed after a zombie connection. Each shard is watched on its own:
+	// one whose resumes keep failing while heartbeats go unacknowledged backs off longer and
+	// longer, and must be seen to resume before the fake acknowledges again.
+	before := liveResumes(t)
 	fake.SetZombie(true)
 	clock.Add(time.Minute)
 	fake.Pump()
-	eventually("resumed after a zombie connection", func() (bool, string) {
-		st := fake.GatewayStats()
-		return st.Resumes >= before+shards, fmt.Sprintf("%+v", st)
+	eventually("every shard resumed after a zombie connection", func() (bool, string) {
+		now := liveResumes(t)
+		for s := range shards {
+			if now[strconv.Itoa(s)] <= before[strconv.Itoa(s)] {
+				return false, fmt.Sprintf("resumes %v, before %v", now, before)
+			}
+		}
+		return true, ""
 	})
 	fake.SetZombie(false)
 	exact(time.Minute)
@@ -125,6 +135,29 @@ func TestServeCountsLive(t *testing.T) {
 	if st := fake.GatewayStats(); st.Identifies != shards {
 		t.Fatalf("%d identifies, want %d: the restart must resume: %+v", st.Identifies, shards, st)
 	}
+}
+
+// liveResumes reads collector_live_resumes_total by shard from the default registry.
+func liveResumes(t *testing.T) map[string]float64 {
+	t.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "collector_live_resumes_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "shard" {
+					out[l.GetValue()] = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out
 }
 
 // liveTotalsMatch compares the stored server totals with the fake's count of the messages made
