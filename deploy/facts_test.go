@@ -31,7 +31,7 @@ type service struct {
 var services = []service{
 	{Name: "forum-svc", Port: 8081, SecretEnv: []string{"DATABASE_URL", "REDIS_URL"}, Autoscaled: true},
 	{Name: "stats-svc", Port: 8082, SecretEnv: []string{"DATABASE_URL", "REDIS_URL"}, Autoscaled: true},
-	{Name: "collector-svc", Port: 8083, SecretEnv: []string{"DATABASE_URL", "REDIS_URL", "DISCORD_TOKEN"}, Replicas: 2},
+	{Name: "collector-svc", Port: 8083, SecretEnv: []string{"DATABASE_URL", "REDIS_URL", "DISCORD_TOKEN"}, Replicas: 3},
 }
 
 // imageRepo is the image repository of svc, in compose and in the Kustomize bases.

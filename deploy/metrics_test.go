@@ -216,7 +216,8 @@ http_request_duration_seconds_count{route="/a",method="GET"} 1
 // /metrics of the three services, built from this workspace and running on SQLite: forum-svc
 // and stats-svc answer a few requests, collector-svc passes against its fake Discord (behind
 // a proxy that answers one request with a 429, which the fake never sends to a collector
-// that keeps to its limits), so that every labelled series has appeared.
+// that keeps to its limits) and counts live from its gateway, so that every labelled series has
+// appeared.
 func TestMetricsExposed(t *testing.T) {
 	var exprs []promExpr
 	for _, d := range readDashboards(t) {
@@ -323,7 +324,10 @@ func startSystem(t *testing.T) *system {
 	reportsDB := "DATABASE_URL=sqlite:" + filepath.Join(dir, "stats.db")
 	col, err := stack.StartService("collector-svc", bins[stack.Collector], []string{reportsDB,
 		"DISCORD_API_BASE=" + proxy.URL + "/api/v10", "DISCORD_TOKEN=metrics-test-token",
-		"CATALOG_FILE=" + catalog, "REFRESH_INTERVAL=1s"})
+		"CATALOG_FILE=" + catalog, "REFRESH_INTERVAL=1s",
+		// Live counting too, through the same proxy (it forwards the gateway's websocket), so
+		// that the collector_live_* series appear.
+		"DISCORD_GATEWAY=on", "LIVE_FLUSH_INTERVAL=1s", "LIVE_SHARD_LOCK_RETRY=1s"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # `make run`: the whole system on the embedded SQLite databases, with nothing but Go.
-# Imports demo reports of the last 90 days (relative to today, Moscow calendar), starts the fake Discord (unless DISCORD_TOKEN is set), the collector,
+# Imports demo reports of the last 90 days (relative to today, Moscow calendar), starts the fake
+# Discord (unless DISCORD_TOKEN is set), the collector (counting live from the gateway too:
+# DISCORD_GATEWAY=on unless set),
 # stats-svc and forum-svc (seeded with the demo forum), prints curl examples, and stops
 # everything on Ctrl-C.
 set -euo pipefail
@@ -42,9 +44,11 @@ DATABASE_URL=$STATS_DB "$BIN/collector-svc" demo --days 90 --catalog deploy/comp
 
 if [ -z "${DISCORD_TOKEN:-}" ]; then
 	echo "DISCORD_TOKEN is empty: collecting from the fake Discord on $FAKE_ADDR"
-	"$BIN/collector-svc" fake-discord --addr "$FAKE_ADDR" &
+	"$BIN/collector-svc" fake-discord --addr "$FAKE_ADDR" --shards 2 --max-concurrency 2 &
 	pids+=($!)
 	export DISCORD_API_BASE="http://$FAKE_ADDR"
+	# The fake's REST API takes any token; its gateway, as Discord's, refuses an empty one.
+	export DISCORD_TOKEN=fake-discord-demo
 	export CATALOG_FILE=${CATALOG_FILE:-deploy/compose/catalog.json}
 	sleep 0.5
 else
@@ -52,7 +56,8 @@ else
 	export CATALOG_FILE
 fi
 
-DATABASE_URL=$STATS_DB HTTP_ADDR=127.0.0.1:8083 "$BIN/collector-svc" serve &
+# Live counts from the gateway flow into the live_* tables beside the REST passes.
+DISCORD_GATEWAY=${DISCORD_GATEWAY:-on} DATABASE_URL=$STATS_DB HTTP_ADDR=127.0.0.1:8083 "$BIN/collector-svc" serve &
 pids+=($!)
 DATABASE_URL=$STATS_DB HTTP_ADDR=127.0.0.1:8082 "$BIN/stats-svc" serve &
 pids+=($!)

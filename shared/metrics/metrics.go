@@ -21,3 +21,13 @@ func Gauge(name, help string) prometheus.Gauge {
 func Histogram(name, help string, buckets ...float64) prometheus.Histogram {
 	return promauto.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
 }
+
+// GaugeVec registers a gauge with the given label names.
+func GaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return promauto.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+}
+
+// HistogramVec registers a histogram with the given label names and bucket upper bounds.
+func HistogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return promauto.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+}

@@ -23,6 +23,7 @@ import (
 	"forumstats.local/collector-svc/internal/collect"
 	"forumstats.local/collector-svc/internal/discord"
 	"forumstats.local/collector-svc/internal/httpapi"
+	"forumstats.local/collector-svc/internal/livegw"
 	"forumstats.local/collector-svc/internal/lock"
 	"forumstats.local/collector-svc/internal/store"
 	"forumstats.local/shared/backend"
@@ -40,6 +41,10 @@ type App struct {
 	backend   *backend.Backend
 	collector *collect.Collector
 	lock      *lock.Lock
+	now       func() time.Time
+	// afterFlush, when set, is told of every flush of live counts (livegw.AfterFlush): the gap
+	// filler and the writer of reports from live counts join there.
+	afterFlush livegw.AfterFlush
 }
 
 // New builds the collector of cfg: it opens the reports database (migrating it unless
@@ -63,7 +68,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 		HTTP:   cfg.HTTP,
 		Ready:  []server.Check{{Name: "database", Fn: db.Ping(b.DB)}},
 	})
-	return &App{cfg: cfg, log: log, handler: h, backend: b, collector: col, lock: lk}, nil
+	return &App{cfg: cfg, log: log, handler: h, backend: b, collector: col, lock: lk, now: o.now, afterFlush: o.afterFlush}, nil
 }
 
 // open opens the reports database (migrating it unless MIGRATE_ON_START=false) and Redis, except
@@ -103,8 +108,10 @@ func collector(cfg Config, b *backend.Backend, log *slog.Logger, now func() time
 func (a *App) Handler() http.Handler { return a.handler }
 
 // Run runs `collector-svc serve` until ctx ends: a pass every interval while this process holds
-// the writer lock (a standby otherwise), and the handler on HTTP_ADDR. A server that cannot
-// listen stops it.
+// the writer lock (a standby otherwise), the handler on HTTP_ADDR and, with DISCORD_GATEWAY=on,
+// live counting of the gateway shards this replica holds. A server that cannot listen stops it;
+// live counting that stops (a close code after which Discord forbids reconnecting) leaves the
+// pass running.
 func (a *App) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -117,12 +124,51 @@ func (a *App) Run(ctx context.Context) error {
 	c := a.cfg.Collector
 	a.log.Info("collector-svc starting", "addr", a.cfg.HTTPAddr, "discord", c.APIBase, "catalog_file", c.CatalogFile,
 		"refresh_minutes", c.RefreshMinutes, "interval", c.Interval.String(), "redis", a.backend.Redis != nil)
+	liveDone := make(chan struct{})
+	if c.Gateway {
+		go func() {
+			defer close(liveDone)
+			lc, err := a.liveConfig()
+			if err != nil {
+				a.log.Error("live counting not started", "err", err)
+				return
+			}
+			// livegw logs why it stopped and sets collector_live_stopped.
+			_ = livegw.Run(ctx, lc)
+		}()
+	} else {
+		close(liveDone)
+	}
 	serveErr := a.collector.Serve(ctx, a.lock, c.Interval)
 	cancel()
+	<-liveDone
 	if err := <-httpErr; err != nil {
 		return err
 	}
 	return serveErr
+}
+
+// liveConfig is the configuration of live counting: the shards' locks on the reports database,
+// and on PostgreSQL this replica's presence among the others, to take its share of the shards.
+func (a *App) liveConfig() (livegw.Config, error) {
+	c := a.cfg.Collector
+	presence, err := lock.NewPresence(a.backend.DB)
+	if err != nil {
+		return livegw.Config{}, err
+	}
+	var replicas livegw.Replicas
+	if presence != nil { // not a nil *Presence in the interface
+		replicas = presence
+	}
+	return livegw.Config{
+		Replicas: replicas,
+		APIBase:  c.APIBase, Token: c.Token, DB: a.backend.DB,
+		Lock: func(shard int) (livegw.Locker, error) {
+			return lock.NewShard(a.backend.DB, a.cfg.DatabaseURL, shard, c.ShardLockRetry, a.log)
+		},
+		FlushInterval: c.LiveFlushInterval, LockRetry: c.ShardLockRetry,
+		Now: a.now, Logger: a.log, AfterFlush: a.afterFlush,
+	}, nil
 }
 
 // RunPass waits for the writer lock, then runs one pass. The error wraps collect.ErrPassFailed

@@ -19,7 +19,7 @@ import (
 // collectorEnv are the variables LoadConfig reads beyond the common ones; every case starts
 // from all of them unset.
 var collectorEnv = []string{"DISCORD_TOKEN", "DISCORD_API_BASE", "CATALOG_FILE", "DISCORD_MAX_RPS", "REFRESH_MINUTES", "REFRESH_INTERVAL",
-	"LIVE_FLUSH_INTERVAL", "LIVE_GAP_DELAY"}
+	"LIVE_FLUSH_INTERVAL", "LIVE_GAP_DELAY", "DISCORD_GATEWAY", "LIVE_SHARD_LOCK_RETRY"}
 
 func TestLoadConfig(t *testing.T) {
 	dir := t.TempDir()
@@ -38,15 +38,21 @@ func TestLoadConfig(t *testing.T) {
 	}{
 		{"defaults", nil,
 			Collector{APIBase: "https://discord.com/api/v10", MaxRPS: 50, RefreshMinutes: 10, Interval: 10 * time.Minute,
-				LiveFlushInterval: 5 * time.Second, LiveGapDelay: 2 * time.Minute}, ""},
+				LiveFlushInterval: 5 * time.Second, LiveGapDelay: 2 * time.Minute, ShardLockRetry: 5 * time.Second}, ""},
 		{"all set", map[string]string{"DISCORD_TOKEN": "t", "DISCORD_API_BASE": "http://127.0.0.1:8090/api/v10", "CATALOG_FILE": good,
 			"DISCORD_MAX_RPS": "200", "REFRESH_MINUTES": "7", "REFRESH_INTERVAL": "2s",
-			"LIVE_FLUSH_INTERVAL": "1s", "LIVE_GAP_DELAY": "30s"},
+			"LIVE_FLUSH_INTERVAL": "1s", "LIVE_GAP_DELAY": "30s", "DISCORD_GATEWAY": "on", "LIVE_SHARD_LOCK_RETRY": "3s"},
 			Collector{Token: "t", APIBase: "http://127.0.0.1:8090/api/v10", CatalogFile: good, MaxRPS: 200, RefreshMinutes: 7, Interval: 2 * time.Second,
-				LiveFlushInterval: time.Second, LiveGapDelay: 30 * time.Second}, ""},
+				LiveFlushInterval: time.Second, LiveGapDelay: 30 * time.Second, Gateway: true, ShardLockRetry: 3 * time.Second}, ""},
+		{"gateway off", map[string]string{"DISCORD_GATEWAY": "off"},
+			Collector{APIBase: "https://discord.com/api/v10", MaxRPS: 50, RefreshMinutes: 10, Interval: 10 * time.Minute,
+				LiveFlushInterval: 5 * time.Second, LiveGapDelay: 2 * time.Minute, ShardLockRetry: 5 * time.Second}, ""},
+		{"gateway neither on nor off", map[string]string{"DISCORD_GATEWAY": "true"}, Collector{}, `DISCORD_GATEWAY: must be on or off, got "true"`},
+		{"gateway in capitals", map[string]string{"DISCORD_GATEWAY": "ON"}, Collector{}, "DISCORD_GATEWAY"},
+		{"shard lock retry zero", map[string]string{"LIVE_SHARD_LOCK_RETRY": "0s"}, Collector{}, "LIVE_SHARD_LOCK_RETRY: must be positive"},
 		{"interval follows the minutes", map[string]string{"REFRESH_MINUTES": "3"},
 			Collector{APIBase: "https://discord.com/api/v10", MaxRPS: 50, RefreshMinutes: 3, Interval: 3 * time.Minute,
-				LiveFlushInterval: 5 * time.Second, LiveGapDelay: 2 * time.Minute}, ""},
+				LiveFlushInterval: 5 * time.Second, LiveGapDelay: 2 * time.Minute, ShardLockRetry: 5 * time.Second}, ""},
 		{"api base not http", map[string]string{"DISCORD_API_BASE": "ftp://x"}, Collector{}, `DISCORD_API_BASE: "ftp://x" is not an http(s) URL`},
 		{"api base without host", map[string]string{"DISCORD_API_BASE": "http://"}, Collector{}, "DISCORD_API_BASE"},
 		{"rate not a number", map[string]string{"DISCORD_MAX_RPS": "fast"}, Collector{}, `DISCORD_MAX_RPS: "fast" is not an integer`},

@@ -8,6 +8,7 @@ import (
 	"forumstats.local/collector-svc/internal/catalog"
 	"forumstats.local/collector-svc/internal/discord"
 	"forumstats.local/collector-svc/internal/live"
+	"forumstats.local/collector-svc/internal/livegw"
 	"forumstats.local/collector-svc/internal/livereport"
 	"forumstats.local/shared/config"
 )
@@ -42,6 +43,12 @@ type Collector struct {
 	// LiveGapDelay is LIVE_GAP_DELAY: how long after a gap of live counting ends its search waits
 	// (internal/livereport).
 	LiveGapDelay time.Duration
+	// Gateway is DISCORD_GATEWAY=on: serve also counts live from the gateway (internal/livegw)
+	// beside the REST pass.
+	Gateway bool
+	// ShardLockRetry is LIVE_SHARD_LOCK_RETRY: how often a replica tries the locks of the gateway
+	// shards no replica holds.
+	ShardLockRetry time.Duration
 }
 
 // LoadConfig reads the environment for serve and run-once: the collector's own variables, checked
@@ -104,6 +111,19 @@ func loadCollector() (Collector, error) {
 	}
 	if c.LiveGapDelay <= 0 {
 		return c, fmt.Errorf("LIVE_GAP_DELAY: must be positive, got %s", c.LiveGapDelay)
+	}
+	switch v := config.String("DISCORD_GATEWAY", "off"); v {
+	case "on":
+		c.Gateway = true
+	case "off":
+	default:
+		return c, fmt.Errorf("DISCORD_GATEWAY: must be on or off, got %q", v)
+	}
+	if c.ShardLockRetry, err = config.Duration("LIVE_SHARD_LOCK_RETRY", livegw.DefaultLockRetry); err != nil {
+		return c, err
+	}
+	if c.ShardLockRetry <= 0 {
+		return c, fmt.Errorf("LIVE_SHARD_LOCK_RETRY: must be positive, got %s", c.ShardLockRetry)
 	}
 	if c.CatalogFile != "" {
 		// Fail at start on a broken file; every pass reads it again.

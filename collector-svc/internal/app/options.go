@@ -6,6 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"forumstats.local/collector-svc/internal/livegw"
 	"forumstats.local/shared/backend"
 )
 
@@ -16,8 +17,9 @@ import (
 type Option func(*options)
 
 type options struct {
-	given backend.Given
-	now   func() time.Time
+	given      backend.Given
+	now        func() time.Time
+	afterFlush livegw.AfterFlush
 }
 
 func collectOptions(opts []Option) options {
@@ -37,3 +39,6 @@ func WithRedis(rc *redis.Client) Option { return func(o *options) { o.given.Redi
 // WithClock makes now the collector's clock (time.Now otherwise): which days and months a pass
 // counts.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithAfterFlush makes h hear of every flush of live counts (DISCORD_GATEWAY=on).
+func WithAfterFlush(h livegw.AfterFlush) Option { return func(o *options) { o.afterFlush = h } }

@@ -440,7 +440,7 @@ func TestRunOnceThenStats(t *testing.T) {
 	})
 }
 
-var metricLine = regexp.MustCompile(`(?m)^(collector_lock_held|collector_passes_total\{result="ok"\}) (\S+)$`)
+var metricLine = regexp.MustCompile(`(?m)^(collector_lock_held|collector_passes_total\{result="ok"\}|collector_live_shards_held) (\S+)$`)
 
 // metrics reads the lock and pass metrics of a serving collector (nil when it does not answer).
 func metrics(addr string) map[string]float64 {

@@ -1,4 +1,6 @@
-// Package lock makes one collector per deployment the writer. On PostgreSQL it is a session
+// Package lock makes one collector per deployment the writer, and one replica the holder of each
+// gateway shard (NewShard: a lock of the same kind per shard); Presence lets the replicas count
+// one another, to share the shards. On PostgreSQL it is a session
 // advisory lock held on a dedicated connection: it is released when the holder releases it,
 // or when its connection ends (the process died), so that a standby takes over. SQLite has no
 // advisory locks; there the lock is an exclusive lock on a file beside the database (on Unix;
@@ -25,11 +27,22 @@ import (
 // migrator uses another key.
 const Key int64 = 0x434f4c4c45435452
 
+// shardNamespace is the high six bytes of every shard lock's key ("COLLSH"), the low two the shard
+// id: a fixed namespace apart from Key and the migrator's key, and room for 65,536 shards.
+const shardNamespace int64 = 0x434f4c4c5348 << 16
+
+// MaxShards is the number of shards ShardKey can name.
+const MaxShards = 1 << 16
+
+// ShardKey is the advisory lock key of a gateway shard: whoever holds it counts that shard live.
+func ShardKey(shard int) int64 { return shardNamespace | int64(shard&(MaxShards-1)) }
+
 // ErrLost means the lock is no longer held: its connection broke.
 var ErrLost = errors.New("collector lock lost")
 
 // Lock is the writer lock of one process. It is not safe for concurrent use.
 type Lock struct {
+	key   int64   // the advisory lock key
 	sqlDB *sql.DB // PostgreSQL
 	path  string  // SQLite: the lock file
 	retry time.Duration
@@ -42,13 +55,26 @@ type Lock struct {
 // New returns the lock for the database gdb was opened on (databaseURL is its URL, for the
 // SQLite file path). retry is the pause between attempts of a standby.
 func New(gdb *gorm.DB, databaseURL string, retry time.Duration, log *slog.Logger) (*Lock, error) {
+	return newLock(gdb, databaseURL, Key, ".collector.lock", retry, log)
+}
+
+// NewShard returns the lock of one gateway shard (ShardKey) on the database gdb was opened on: on
+// SQLite a file of its own beside the database, so that one process alone holds every shard.
+func NewShard(gdb *gorm.DB, databaseURL string, shard int, retry time.Duration, log *slog.Logger) (*Lock, error) {
+	if shard < 0 || shard >= MaxShards {
+		return nil, fmt.Errorf("lock: shard %d is not in 0..%d", shard, MaxShards-1)
+	}
+	return newLock(gdb, databaseURL, ShardKey(shard), fmt.Sprintf(".collector.shard-%d.lock", shard), retry, log)
+}
+
+func newLock(gdb *gorm.DB, databaseURL string, key int64, suffix string, retry time.Duration, log *slog.Logger) (*Lock, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if retry <= 0 {
 		retry = 5 * time.Second
 	}
-	l := &Lock{retry: retry, log: log}
+	l := &Lock{key: key, retry: retry, log: log}
 	if db.DialectOf(gdb).AdvisoryLocks {
 		sqlDB, err := gdb.DB()
 		if err != nil {
@@ -61,7 +87,7 @@ func New(gdb *gorm.DB, databaseURL string, retry time.Duration, log *slog.Logger
 	if path == "" || path == databaseURL {
 		return nil, fmt.Errorf("lock: cannot tell the database file of %q", databaseURL)
 	}
-	l.path = path + ".collector.lock"
+	l.path = path + suffix
 	return l, nil
 }
 
@@ -116,7 +142,7 @@ func (l *Lock) TryAcquire(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	var ok bool
-	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", Key).Scan(&ok); err != nil {
+	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", l.key).Scan(&ok); err != nil {
 		discard(conn)
 		return false, err
 	}
@@ -143,7 +169,7 @@ func (l *Lock) Check(ctx context.Context) error {
 	// A bigint advisory key shows in pg_locks as classid (high half), objid (low half), objsubid 1.
 	err := l.conn.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory'
 AND pid = pg_backend_pid() AND granted AND classid::bigint = $1 AND objid::bigint = $2 AND objsubid = 1)`,
-		int64(uint64(Key)>>32), int64(uint64(Key)&0xffffffff)).Scan(&held)
+		int64(uint64(l.key)>>32), int64(uint64(l.key)&0xffffffff)).Scan(&held)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrLost, err)
 	}
@@ -158,7 +184,7 @@ AND pid = pg_backend_pid() AND granted AND classid::bigint = $1 AND objid::bigin
 func (l *Lock) Release() {
 	if l.conn != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, _ = l.conn.ExecContext(ctx, "SELECT pg_advisory_unlock($1)", Key)
+		_, _ = l.conn.ExecContext(ctx, "SELECT pg_advisory_unlock($1)", l.key)
 		cancel()
 		discard(l.conn)
 		l.conn = nil

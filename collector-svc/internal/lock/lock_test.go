@@ -122,3 +122,88 @@ func TestNewRejectsUnknownSQLitePath(t *testing.T) {
 		t.Fatal("accepted a URL that names no SQLite file")
 	}
 }
+
+// TestShardLocks: each shard's lock is held by one process at a time, apart from the other
+// shards' and from the writer lock, on both dialects.
+func TestShardLocks(t *testing.T) {
+	for name, url := range map[string]string{
+		"postgres": pgURL,
+		"sqlite":   "sqlite:" + filepath.Join(t.TempDir(), "stats.db"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			gA, gB := testutil.OpenDB(t, url), testutil.OpenDB(t, url)
+			writer, err := New(gA, url, time.Second, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(writer.Release)
+			if ok, err := writer.TryAcquire(ctx); !ok || err != nil {
+				t.Fatalf("writer: %v %v", ok, err)
+			}
+			for shard := range 3 {
+				a, err := NewShard(gA, url, shard, time.Second, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := NewShard(gB, url, shard, time.Second, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { a.Release(); b.Release() })
+				if ok, err := a.TryAcquire(ctx); !ok || err != nil {
+					t.Fatalf("shard %d, first: %v %v", shard, ok, err)
+				}
+				if ok, err := b.TryAcquire(ctx); ok || err != nil {
+					t.Fatalf("shard %d: a second holder: %v %v", shard, ok, err)
+				}
+				if err := a.Check(ctx); err != nil {
+					t.Fatalf("shard %d: %v", shard, err)
+				}
+				a.Release()
+				if ok, err := b.TryAcquire(ctx); !ok || err != nil {
+					t.Fatalf("shard %d after the release: %v %v", shard, ok, err)
+				}
+			}
+		})
+	}
+}
+
+func TestShardKeys(t *testing.T) {
+	seen := map[int64]int{Key: -1}
+	for _, shard := range []int{0, 1, 2, 255, MaxShards - 1} {
+		k := ShardKey(shard)
+		if other, ok := seen[k]; ok {
+			t.Fatalf("shard %d has the key of %d", shard, other)
+		}
+		seen[k] = shard
+	}
+	if _, err := NewShard(nil, "sqlite:x.db", MaxShards, time.Second, nil); err == nil {
+		t.Fatal("accepted a shard out of range")
+	}
+}
+
+// TestPresence: each process present counts once, and one that leaves is no longer counted.
+func TestPresence(t *testing.T) {
+	ctx := context.Background()
+	url := testutil.NewDatabase(t, reports.Migrations)
+	var ps []*Presence
+	for i := range 3 {
+		p, err := NewPresence(testutil.OpenDB(t, url))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Leave)
+		ps = append(ps, p)
+		if n, err := p.Replicas(ctx); n != i+1 || err != nil {
+			t.Fatalf("with %d present: %d %v", i+1, n, err)
+		}
+	}
+	ps[0].Leave()
+	if n, err := ps[1].Replicas(ctx); n != 2 || err != nil {
+		t.Fatalf("after one left: %d %v", n, err)
+	}
+	if p, err := NewPresence(testutil.OpenDB(t, "sqlite:"+filepath.Join(t.TempDir(), "x.db"))); p != nil || err != nil {
+		t.Fatalf("SQLite: %v %v", p, err)
+	}
+}

@@ -1,0 +1,190 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"gorm.io/gorm"
+
+	"forumstats.local/collector-svc/internal/fakediscord"
+	"forumstats.local/shared/db"
+	"forumstats.local/shared/migrate"
+	"forumstats.local/shared/reports"
+	"forumstats.local/shared/testutil"
+)
+
+// TestServeCountsLive: serve with DISCORD_GATEWAY=on counts the fake's messages live, exactly
+// (the stored server totals equal the fake's count since counting began), through a dropped
+// connection and a zombie one, and through a stop (SIGTERM: a last flush, the connection closed
+// with 4000) and a restart that resumes every session instead of identifying.
+func TestServeCountsLive(t *testing.T) {
+	const shards = 2
+	t0 := time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC)
+	clock := testutil.NewClock(t0)
+	fake := fakediscord.New(fakediscord.Options{Guilds: 4, MessageRate: 500, Token: "secret", Clock: clock.Now,
+		Gateway: fakediscord.GatewayOptions{Shards: shards, MaxConcurrency: shards, IdentifyInterval: time.Millisecond,
+			HeartbeatInterval: 300 * time.Millisecond, ResumeWindow: time.Hour}})
+	srv := httptest.NewServer(fake.Handler())
+	defer func() { srv.Close(); fake.Close() }()
+
+	dbURL := "sqlite:" + filepath.Join(t.TempDir(), "stats.db")
+	gdb, err := migrate.Open(context.Background(), dbURL, nil, true, reports.Migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(gdb)
+	for k, v := range map[string]string{"HTTP_ADDR": "127.0.0.1:0", "DISCORD_TOKEN": "secret", "DATABASE_URL": dbURL, "DISCORD_API_BASE": srv.URL + "/api/v10",
+		"DISCORD_GATEWAY": "on", "LIVE_FLUSH_INTERVAL": "100ms", "LIVE_SHARD_LOCK_RETRY": "200ms", "REFRESH_INTERVAL": "1h"} {
+		t.Setenv(k, v)
+	}
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := func() (stop func()) {
+		a, err := New(context.Background(), cfg, nil, WithDB(gdb), WithClock(clock.Now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- a.Run(ctx) }()
+		return func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("serve: %v", err)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("serve did not stop")
+			}
+			a.Close()
+		}
+	}
+	eventually := func(what string, ok func() (bool, string)) {
+		t.Helper()
+		// Generous: a shard whose resumes failed while the fake did not acknowledge heartbeats may
+		// be in its reconnect backoff (up to several seconds) when the test looks.
+		deadline := time.Now().Add(45 * time.Second)
+		for {
+			done, state := ok()
+			if done {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %s", what, state)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	exact := func(d time.Duration) {
+		t.Helper()
+		clock.Add(d)
+		fake.Pump()
+		eventually("live counts equal to the fake's", func() (bool, string) { return liveTotalsMatch(gdb, fake, t0, clock.Now()) })
+	}
+
+	stop := serve()
+	eventually("every server counted", func() (bool, string) {
+		var n int64
+		gdb.Table("live_guilds").Count(&n)
+		return n == int64(len(fake.Catalog())), fmt.Sprint(n)
+	})
+	exact(2 * time.Minute)
+
+	fake.DropConnections()
+	exact(time.Minute)
+
+	// Until every shard has resumed after a zombie connection. Each shard is watched on its own:
+	// one whose resumes keep failing while heartbeats go unacknowledged backs off longer and
+	// longer, and must be seen to resume before the fake acknowledges again.
+	before := liveResumes(t)
+	fake.SetZombie(true)
+	clock.Add(time.Minute)
+	fake.Pump()
+	eventually("every shard resumed after a zombie connection", func() (bool, string) {
+		now := liveResumes(t)
+		for s := range shards {
+			if now[strconv.Itoa(s)] <= before[strconv.Itoa(s)] {
+				return false, fmt.Sprintf("resumes %v, before %v", now, before)
+			}
+		}
+		return true, ""
+	})
+	fake.SetZombie(false)
+	exact(time.Minute)
+
+	stop()
+	// The fake sees the closes a moment after the client has sent them.
+	eventually("after the stop, no connection open and every session resumable", func() (bool, string) {
+		st := fake.GatewayStats()
+		return st.Open == 0 && st.Sessions == shards, fmt.Sprintf("%+v", st)
+	})
+	clock.Add(time.Minute) // messages while no process listens: replayed on resume
+	fake.Pump()
+	stop = serve()
+	defer stop()
+	exact(time.Minute)
+	if st := fake.GatewayStats(); st.Identifies != shards {
+		t.Fatalf("%d identifies, want %d: the restart must resume: %+v", st.Identifies, shards, st)
+	}
+}
+
+// liveResumes reads collector_live_resumes_total by shard from the default registry.
+func liveResumes(t *testing.T) map[string]float64 {
+	t.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "collector_live_resumes_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "shard" {
+					out[l.GetValue()] = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out
+}
+
+// liveTotalsMatch compares the stored server totals with the fake's count of the messages made
+// after counting began at t0, up to now.
+func liveTotalsMatch(gdb *gorm.DB, fake *fakediscord.Server, t0, now time.Time) (bool, string) {
+	var rows []struct {
+		GuildID  string
+		Messages int64
+	}
+	if err := gdb.Table("live_counts").Select("guild_id, SUM(messages) AS messages").Where("channel_id = ''").
+		Group("guild_id").Find(&rows).Error; err != nil {
+		return false, err.Error()
+	}
+	got := map[string]int64{}
+	for _, r := range rows {
+		got[r.GuildID] = r.Messages
+	}
+	diff, total := "", int64(0)
+	for _, c := range fake.Catalog() {
+		want := fake.Count(c.GuildID, "", t0.Add(time.Millisecond), now.Add(time.Millisecond))
+		total += want
+		if got[c.GuildID] != want {
+			diff += fmt.Sprintf(" guild %s: stored %d, fake %d;", c.GuildID, got[c.GuildID], want)
+		}
+	}
+	if total == 0 {
+		return false, "no message in the window"
+	}
+	return diff == "", diff
+}
