@@ -13,13 +13,14 @@ import (
 )
 
 // reactTargetSQL reads and (on PostgreSQL) locks the message for a participant who has not left
-// its conversation, with the user's current reaction to it. The lock serialises the reactions to
-// one message, so that the read of the current reaction and the change of reaction_score are
-// never interleaved with another's (SQLite runs one writer at a time).
+// its conversation. The lock serialises the reactions to one message, so that the read of the
+// user's current reaction and the change of reaction_score are never interleaved with another's
+// (SQLite runs one writer at a time). The current reaction is read by a statement of its own,
+// after the lock is held: a statement that waited for the lock still reads, outside the locked
+// row, what was committed when it started (PostgreSQL's READ COMMITTED), so a subquery here would
+// miss the reaction of the transaction it waited for.
 const reactTargetSQL = `
-SELECT m.user_id, m.conversation_id,
-       COALESCE((SELECT r.reaction_id FROM conversation_message_reactions r
-                 WHERE r.message_id = m.message_id AND r.user_id = p.user_id), 0)
+SELECT m.user_id, m.conversation_id
 FROM conversation_messages m
 JOIN conversation_participants p ON p.conversation_id = m.conversation_id AND p.user_id = ? AND p.left_state = 0
 WHERE m.message_id = ?`
@@ -35,7 +36,7 @@ func (s *Store) React(ctx context.Context, r conversation.NewReaction, retry *co
 			q += " FOR UPDATE OF m"
 		}
 		var authorID, conversationID, current int64
-		err := tx.Raw(q, r.UserID, r.MessageID).Row().Scan(&authorID, &conversationID, &current)
+		err := tx.Raw(q, r.UserID, r.MessageID).Row().Scan(&authorID, &conversationID)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return nil, 0, conversation.ErrMessageNotFound
@@ -44,6 +45,11 @@ func (s *Store) React(ctx context.Context, r conversation.NewReaction, retry *co
 		}
 		if !conversation.CanReact(authorID, r.UserID) {
 			return nil, 0, conversation.ErrReactOwnContent
+		}
+		err = tx.Raw(`SELECT reaction_id FROM conversation_message_reactions WHERE message_id = ? AND user_id = ?`,
+			r.MessageID, r.UserID).Row().Scan(&current)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, 0, fmt.Errorf("read reaction: %w", err)
 		}
 		change := conversation.ChangeReaction(current, r.ReactionID)
 		if change.Store == 0 {
