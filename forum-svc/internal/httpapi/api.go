@@ -122,7 +122,7 @@ func newEcho(d Deps) *echo.Echo {
 	})
 	e.Pre(protect)
 	// Every route is served with and without a trailing slash.
-	e.Pre(middleware.RemoveTrailingSlash())
+	e.Pre(keepTarget(middleware.RemoveTrailingSlash()))
 	for _, r := range a.routes() {
 		var mw []echo.MiddlewareFunc
 		if r.withID {
@@ -165,6 +165,22 @@ func (a *api) allowed(path string) string {
 }
 
 func methodNotAllowed(echo.Context) error { return echo.ErrMethodNotAllowed }
+
+// keepTarget runs mw and then gives the request back its target as sent (RequestURI). Echo's
+// RemoveTrailingSlash rebuilds the target from the decoded path, so a percent-encoded target
+// over the head limit (shared/server's 414) would otherwise shrink under it and pass; routing
+// reads the path, not the target.
+func keepTarget(mw echo.MiddlewareFunc) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			sent := c.Request().RequestURI
+			return mw(func(c echo.Context) error {
+				c.Request().RequestURI = sent
+				return next(c)
+			})(c)
+		}
+	}
+}
 
 const (
 	ctxID   = "forum.id"
