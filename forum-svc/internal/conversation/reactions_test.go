@@ -85,3 +85,38 @@ func TestConversationPermissions(t *testing.T) {
 		}
 	}
 }
+
+// Any sequence of reactions by one user leaves the score's running sum equal to the score of the
+// reaction that user ends with, and ParseReaction takes exactly the ids of Reactions.
+func FuzzReactions(f *testing.F) {
+	f.Add([]byte{1, 1, 2, 5, 5, 6, 4})
+	f.Add([]byte("06"))
+	f.Fuzz(func(t *testing.T, seq []byte) {
+		var current, sum int64
+		for _, b := range seq {
+			raw := string(rune('0' + b%10))
+			id, err := ParseReaction(Fields{FieldReactionID: {raw}})
+			_, known := ReactionScore(int64(b % 10))
+			if (err == nil) != known {
+				t.Fatalf("ParseReaction(%q) = %d, %v; known %v", raw, id, err, known)
+			}
+			if err != nil {
+				continue
+			}
+			c := ChangeReaction(current, id)
+			sum += c.Delta
+			current = c.Store
+			if (c.Action == ReactionDeleted) != (c.Store == 0) {
+				t.Fatalf("%+v: action and stored reaction disagree", c)
+			}
+		}
+		if want, _ := ReactionScore(current); sum != want {
+			t.Fatalf("running score %d, ending with reaction %d of score %d", sum, current, want)
+		}
+		// Any text: a reaction id or refused.
+		id, err := ParseReaction(Fields{FieldReactionID: {string(seq)}})
+		if _, known := ReactionScore(id); err == nil && !known {
+			t.Fatalf("ParseReaction(%q) = %d, not a reaction", seq, id)
+		}
+	})
+}
