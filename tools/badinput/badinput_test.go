@@ -39,7 +39,8 @@ var documented = map[Envelope]map[string]int{
 		// The conversations API's error table.
 		"required_input_missing": 400, "invalid_recipients": 400, "too_many_recipients": 400, "too_many_fields": 400,
 		"title_too_long": 400, "message_too_long": 400, "invalid_input": 400, "no_permission": 403,
-		"conversation_closed": 403, "invalid_idempotency_key": 400},
+		"conversation_closed": 403, "invalid_idempotency_key": 400,
+		"reacting_to_your_own_content_is_considered_cheating": 403},
 }
 
 func corpora() []Corpus {
@@ -196,7 +197,7 @@ func TestForumCorpusCoversIssue11(t *testing.T) {
 			})
 		}
 	}
-	for _, op := range []string{"start", "reply", "edit", "update", "leave", "invite", "star", "list-page", "list-filter", "idempotency-key"} {
+	for _, op := range []string{"start", "reply", "edit", "update", "leave", "invite", "star", "react", "list-page", "list-filter", "idempotency-key"} {
 		if byOp[op] < 5 {
 			t.Errorf("%d cases of %s, want at least 5", byOp[op], op)
 		}

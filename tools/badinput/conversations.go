@@ -494,6 +494,26 @@ func conversationCases(r *rand.Rand, d ForumData, values []value) []Case {
 		post("star/not-visible", http.MethodPost, slash(convPath(c, "/star")), form{text("star", "1")}, nil, forumConvNotFound)
 	}
 
+	// 9. Reacting: reaction_id names one of the six reactions, 1 to 6 (leading zeros allowed).
+	react := func(m int64) string { return slash("/api/conversation-messages/" + id(m) + "/react") }
+	reactTarget := react(d.JoinedMessage)
+	post("react/missing", http.MethodPost, reactTarget, form{}, nil, missingInput("reaction_id"))
+	for _, v := range values {
+		if n, err := strconv.ParseInt(v.sent(), 10, 64); err == nil && positiveID(v.sent()) && n <= 6 {
+			continue // a reaction
+		}
+		post("react/reaction_id/"+v.Label, http.MethodPost, reactTarget, form{field("reaction_id", v)}, nil, invalidInput("reaction_id"))
+	}
+	for _, b := range []string{"0", "7", "-1", "1.0", "Like", "9223372036854775808"} {
+		post("react/reaction_id", http.MethodPost, reactTarget, form{text("reaction_id", b)}, nil, invalidInput("reaction_id"))
+	}
+	post("react/repeated", http.MethodPost, reactTarget, form{text("reaction_id", "1"), text("reaction_id", "1")}, nil, invalidInput("reaction_id"))
+	post("react/query-reaction_id", http.MethodPost, reactTarget+"?reaction_id=7", form{}, nil, invalidInput("reaction_id"))
+	post("react/own-message", http.MethodPost, react(d.OwnMessage), form{text("reaction_id", "1")}, nil, reactOwnContent)
+	for _, m := range []int64{d.ForeignMessage, d.LeftMessage, d.Missing} {
+		post("react/not-visible", http.MethodPost, react(m), form{text("reaction_id", "1")}, nil, forumMsgNotFound)
+	}
+
 	// 8. The list: page and filters.
 	get := func(name, query string, want ...Outcome) {
 		m := http.MethodGet

@@ -53,6 +53,7 @@ var (
 	invalidIdempotency = Outcome{Status: 400, Code: "invalid_idempotency_key"}
 	noPermission       = Outcome{Status: 403, Code: "no_permission"}
 	conversationClosed = Outcome{Status: 403, Code: "conversation_closed"}
+	reactOwnContent    = Outcome{Status: 403, Code: "reacting_to_your_own_content_is_considered_cheating"}
 	// Where the offending values are too many to spell out, or two rules apply (the documented
 	// order ranks neither), the code alone is checked.
 	anyMissing           = Outcome{Status: 400, Code: "required_input_missing"}
@@ -99,6 +100,9 @@ func forumRoutes(d ForumData) []forumRoute {
 		{"star", post, convPath("/star"), true, false, scopeWrite, "star=1", d.Spare + 3},
 		{"invite", post, convPath("/invite"), true, false, scopeWrite, "recipient_ids%5B%5D=2", d.Spare + 4},
 		{"edit", post, msgPath, true, true, scopeWrite, "message=Edited", d.OwnMessage},
+		// Not on one's own message: JoinedMessage is user 2's.
+		{"react", post, func(id string) string { return "/api/conversation-messages/" + id + "/react" }, true, true, scopeWrite,
+			"reaction_id=1", d.JoinedMessage},
 		{"me", get, nil, false, false, "", "", 0},
 	}
 }

@@ -30,6 +30,9 @@ const (
 const (
 	ScopeConversationRead  = "conversation:read"
 	ScopeConversationWrite = "conversation:write"
+	// ScopeAttachmentWrite lets a key upload attachments. No route needs it yet; the objects
+	// tell whether the acting key carries it (can_upload_attachment).
+	ScopeAttachmentWrite = "attachment:write"
 )
 
 // KnownScopes lists every scope a key may carry.

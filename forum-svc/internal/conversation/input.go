@@ -289,6 +289,7 @@ type NewConversation struct {
 	Recipients []int64
 	Title      string
 	Message    string
+	Parsed     string // the message's HTML (RenderMessage)
 	Open       bool
 	OpenInvite bool
 	Date       int64

@@ -107,3 +107,23 @@ func ParseMarkReadDate(s string, now int64) (int64, error) {
 	}
 	return n, nil
 }
+
+// Permissions are what a user may do with a conversation they take part in.
+type Permissions struct {
+	Edit             bool // change its title and settings: its starter
+	Reply            bool // while it is open
+	Invite           bool // while it is open: its starter, or anyone when it has open_invite
+	UploadAttachment bool // attach to a reply: a key allowed to, where the user may reply
+}
+
+// ConversationPermissions are userID's permissions on c; attachmentWrite tells whether the
+// request's API key may upload attachments.
+func ConversationPermissions(c ConversationRow, userID int64, attachmentWrite bool) Permissions {
+	starter := c.UserID == userID
+	return Permissions{
+		Edit:             starter,
+		Reply:            c.Open,
+		Invite:           c.Open && (starter || c.OpenInvite),
+		UploadAttachment: attachmentWrite && c.Open,
+	}
+}

@@ -52,6 +52,7 @@ type NewReply struct {
 	ConversationID int64
 	UserID         int64
 	Message        string
+	Parsed         string // the message's HTML (RenderMessage)
 	Date           int64
 }
 
@@ -60,8 +61,9 @@ type MessageEdit struct {
 	MessageID int64
 	UserID    int64
 	Text      string
-	Date      int64 // now, Unix seconds (set by the Service)
-	TimeLimit int64 // editOwnMessageTimeLimit, in minutes; 0: none
+	Parsed    string // Text's HTML (RenderMessage)
+	Date      int64  // now, Unix seconds (set by the Service)
+	TimeLimit int64  // editOwnMessageTimeLimit, in minutes; 0: none
 }
 
 // EditTarget is what the rules of editing look at: the message's author and date, and whether its
@@ -192,9 +194,10 @@ func (s *Service) List(ctx context.Context, userID int64, query Fields) (Convers
 	if err != nil {
 		return ConversationList{}, err
 	}
+	v := s.viewer(ctx, userID)
 	out := make([]Conversation, len(rows.Conversations))
 	for i, c := range rows.Conversations {
-		out[i] = toConversation(c)
+		out[i] = v.conversation(c)
 	}
 	return ConversationList{Conversations: out, Pagination: pagination}, nil
 }
@@ -211,9 +214,10 @@ func (s *Service) Start(ctx context.Context, userID int64, f Fields, retry *Retr
 		return Answer{}, s.withUnknown(ctx, rs, err)
 	}
 	c.Date = s.now().Unix()
+	c.Parsed = RenderMessage(c.Message)
 	retry.stamp(c.Date)
 	a, err := s.store.StartConversation(ctx, c, retry, func(row ConversationRow) ([]byte, error) {
-		return render(toConversation(row))
+		return render(s.viewer(ctx, userID).conversation(row))
 	})
 	return a, rs.Unknown(err)
 }
@@ -244,10 +248,10 @@ func (s *Service) Reply(ctx context.Context, userID int64, f Fields, retry *Retr
 	if err != nil {
 		return Answer{}, err
 	}
-	r := NewReply{ConversationID: id, UserID: userID, Message: text, Date: s.now().Unix()}
+	r := NewReply{ConversationID: id, UserID: userID, Message: text, Parsed: RenderMessage(text), Date: s.now().Unix()}
 	retry.stamp(r.Date)
 	return s.store.Reply(ctx, r, retry, func(m MessageRow, c ConversationRow) ([]byte, error) {
-		return render(withConversation(m, c))
+		return render(s.viewer(ctx, userID).withConversation(m, c))
 	})
 }
 
@@ -261,12 +265,12 @@ func (s *Service) Edit(ctx context.Context, userID, messageID int64, f Fields) (
 	if err != nil {
 		return Message{}, err
 	}
-	e := MessageEdit{MessageID: messageID, UserID: userID, Text: text, Date: s.now().Unix(), TimeLimit: opts.EditOwnMessageTimeLimit}
+	e := MessageEdit{MessageID: messageID, UserID: userID, Text: text, Parsed: RenderMessage(text), Date: s.now().Unix(), TimeLimit: opts.EditOwnMessageTimeLimit}
 	m, c, err := s.store.EditMessage(ctx, e)
 	if err != nil {
 		return Message{}, err
 	}
-	return withConversation(m, c), nil
+	return s.viewer(ctx, userID).withConversation(m, c), nil
 }
 
 // Update changes the title or settings of a conversation the user started.
@@ -279,7 +283,7 @@ func (s *Service) Update(ctx context.Context, userID, conversationID int64, f Fi
 	if err != nil {
 		return Conversation{}, err
 	}
-	return toConversation(c), nil
+	return s.viewer(ctx, userID).conversation(c), nil
 }
 
 // Leave leaves the conversation (`ignore`: for good).
@@ -337,11 +341,4 @@ func (s *Service) Star(ctx context.Context, userID, conversationID int64, f Fiel
 func (s *Service) Me(ctx context.Context, userID int64) (Me, error) {
 	name, unread, err := s.store.Me(ctx, userID)
 	return Me{UserID: userID, Username: name, ConversationsUnread: unread}, err
-}
-
-func withConversation(m MessageRow, c ConversationRow) Message {
-	msg := toMessage(m, c.LastReadDate)
-	conv := toConversation(c)
-	msg.Conversation = &conv
-	return msg
 }

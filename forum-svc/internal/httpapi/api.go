@@ -76,7 +76,7 @@ func (a *api) routes() []route {
 	return []route{
 		{http.MethodGet, "/api/conversations", auth.ScopeConversationRead, false, a.listConversations},
 		{http.MethodPost, "/api/conversations", auth.ScopeConversationWrite, false, creating(a.startConversation)},
-		{http.MethodGet, "/api/conversations/:id", auth.ScopeConversationRead, true, getOne("conversation", a.conv.Conversation)},
+		{http.MethodGet, "/api/conversations/:id", auth.ScopeConversationRead, true, a.getConversation},
 		{http.MethodPost, "/api/conversations/:id", auth.ScopeConversationWrite, true, onObject(a.updateConversation)},
 		{http.MethodDelete, "/api/conversations/:id", auth.ScopeConversationWrite, true, onObject(a.leaveConversation)},
 		{http.MethodGet, "/api/conversations/:id/messages", auth.ScopeConversationRead, true, a.listMessages},
@@ -87,6 +87,7 @@ func (a *api) routes() []route {
 		{http.MethodPost, "/api/conversation-messages", auth.ScopeConversationWrite, false, creating(a.reply)},
 		{http.MethodGet, "/api/conversation-messages/:id", auth.ScopeConversationRead, true, getOne("message", a.conv.Message)},
 		{http.MethodPost, "/api/conversation-messages/:id", auth.ScopeConversationWrite, true, onObject(a.editMessage)},
+		{http.MethodPost, "/api/conversation-messages/:id/react", auth.ScopeConversationWrite, true, a.react},
 		{http.MethodGet, "/api/me", registeredUser, false, a.me},
 		{http.MethodGet, "/api/openapi.json", "", false, serveOpenAPI},
 	}
@@ -121,7 +122,7 @@ func newEcho(d Deps) *echo.Echo {
 	})
 	e.Pre(protect)
 	// Every route is served with and without a trailing slash.
-	e.Pre(middleware.RemoveTrailingSlash())
+	e.Pre(keepTarget(middleware.RemoveTrailingSlash()))
 	for _, r := range a.routes() {
 		var mw []echo.MiddlewareFunc
 		if r.withID {
@@ -164,6 +165,22 @@ func (a *api) allowed(path string) string {
 }
 
 func methodNotAllowed(echo.Context) error { return echo.ErrMethodNotAllowed }
+
+// keepTarget runs mw and then gives the request back its target as sent (RequestURI). Echo's
+// RemoveTrailingSlash rebuilds the target from the decoded path, so a percent-encoded target
+// over the head limit (shared/server's 414) would otherwise shrink under it and pass; routing
+// reads the path, not the target.
+func keepTarget(mw echo.MiddlewareFunc) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			sent := c.Request().RequestURI
+			return mw(func(c echo.Context) error {
+				c.Request().RequestURI = sent
+				return next(c)
+			})(c)
+		}
+	}
+}
 
 const (
 	ctxID   = "forum.id"
@@ -214,6 +231,9 @@ func (a *api) authenticate(scope string) echo.MiddlewareFunc {
 			}
 			c.Set(ctxUser, userID)
 			c.Set(ctxKey, key.Hash)
+			// The objects tell whether this key may upload attachments (can_upload_attachment).
+			r := c.Request()
+			c.SetRequest(r.WithContext(conversation.WithAttachmentWrite(ctx, key.HasScope(auth.ScopeAttachmentWrite))))
 			return next(c)
 		}
 	}
@@ -237,6 +257,34 @@ func getOne[T any](name string, read func(ctx context.Context, userID, id int64)
 		}
 		return writeJSON(c, http.StatusOK, map[string]T{name: v})
 	}
+}
+
+// getConversation answers GET of a conversation; with_messages adds the page of its messages
+// named by page (the first by default) and its pagination, as XenForo does.
+func (a *api) getConversation(c echo.Context) error {
+	userID, id := ids(c)
+	query := conversation.Fields(form.Parse(c.Request().URL.RawQuery))
+	withMessages, _, err := query.Bool("with_messages", false)
+	if err != nil {
+		return err
+	}
+	page, err := conversation.ParsePage(query["page"])
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if !withMessages {
+		conv, err := a.conv.Conversation(ctx, userID, id)
+		if err != nil {
+			return err
+		}
+		return writeJSON(c, http.StatusOK, map[string]conversation.Conversation{"conversation": conv})
+	}
+	p, err := a.conv.ConversationWithMessages(ctx, userID, id, page)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, p)
 }
 
 func (a *api) listMessages(c echo.Context) error {

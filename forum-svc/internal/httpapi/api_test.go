@@ -17,25 +17,34 @@ import (
 // conv10 is conversation 10 as alice (who has read nothing) sees it.
 var conv10 = fmt.Sprintf(`{"conversation_id": 10, "title": "Ten", "user_id": 1, "username": "alice",
   "start_date": %d, "reply_count": 9, "recipient_count": 2,
-  "recipients": [{"user_id": 2, "username": "bob"}, {"user_id": 3, "username": "carol"}],
-  "first_message_id": 1001, "last_message_id": 1010, "last_message_date": %d, "is_unread": true,
-  "is_starred": false, "conversation_open": true, "open_invite": false}`, t0, t0+900)
+  "recipients": {"2": "bob", "3": "carol"},
+  "first_message_id": 1001, "last_message_id": 1010, "last_message_date": %d, "last_message_user_id": 1,
+  "is_unread": true, "is_starred": false, "conversation_open": true, "open_invite": false,
+  "can_edit": true, "can_reply": true, "can_invite": true, "can_upload_attachment": false,
+  "Starter": {"user_id": 1, "username": "alice"}}`, t0, t0+900)
 
 func TestEveryFieldOfEveryResponse(t *testing.T) {
 	dialects(t, func(t *testing.T, e *env) {
 		wantJSON(t, e.get("/api/conversations/10/", key(keyAlice)), `{"conversation": `+conv10+`}`)
 
 		wantJSON(t, e.get("/api/conversation-messages/1003/", key(keyAlice)), fmt.Sprintf(`{"message": {
-		  "message_id": 1003, "conversation_id": 10, "message": "m1003", "message_date": %d,
-		  "user_id": 3, "username": "carol", "is_unread": true, "Conversation": %s}}`, t0+300, conv10))
+		  "message_id": 1003, "conversation_id": 10, "message": "m1003", "message_parsed": "m1003", "message_date": %d,
+		  "user_id": 3, "username": "carol", "is_unread": true, "can_edit": false, "can_react": true,
+		  "attach_count": 0, "reaction_score": 0, "is_reacted_to": false, "User": {"user_id": 3, "username": "carol"},
+		  "Conversation": %s}}`, t0+300, conv10))
 
 		wantJSON(t, e.get("/api/conversations/10/messages?page=2", key(keyBob)), fmt.Sprintf(`{
 		  "messages": [
-		    {"message_id": 1004, "conversation_id": 10, "message": "m1004", "message_date": %d, "user_id": 1, "username": "alice", "is_unread": false},
-		    {"message_id": 1005, "conversation_id": 10, "message": "m1005", "message_date": %d, "user_id": 2, "username": "bob", "is_unread": false},
-		    {"message_id": 1006, "conversation_id": 10, "message": "m1006", "message_date": %d, "user_id": 3, "username": "carol", "is_unread": true},
-		    {"message_id": 1008, "conversation_id": 10, "message": "m1008", "message_date": %d, "user_id": 2, "username": "bob", "is_unread": true},
-		    {"message_id": 1010, "conversation_id": 10, "message": "m1010", "message_date": %d, "user_id": 1, "username": "alice", "is_unread": true}],
+		    {"message_id": 1004, "conversation_id": 10, "message": "m1004", "message_parsed": "m1004", "message_date": %d, "user_id": 1, "username": "alice", "is_unread": false,
+		     "can_edit": false, "can_react": true, "attach_count": 0, "reaction_score": 0, "is_reacted_to": false, "User": {"user_id": 1, "username": "alice"}},
+		    {"message_id": 1005, "conversation_id": 10, "message": "m1005", "message_parsed": "m1005", "message_date": %d, "user_id": 2, "username": "bob", "is_unread": false,
+		     "can_edit": true, "can_react": false, "attach_count": 0, "reaction_score": 0, "is_reacted_to": false, "User": {"user_id": 2, "username": "bob"}},
+		    {"message_id": 1006, "conversation_id": 10, "message": "m1006", "message_parsed": "m1006", "message_date": %d, "user_id": 3, "username": "carol", "is_unread": true,
+		     "can_edit": false, "can_react": true, "attach_count": 0, "reaction_score": 0, "is_reacted_to": false, "User": {"user_id": 3, "username": "carol"}},
+		    {"message_id": 1008, "conversation_id": 10, "message": "m1008", "message_parsed": "m1008", "message_date": %d, "user_id": 2, "username": "bob", "is_unread": true,
+		     "can_edit": true, "can_react": false, "attach_count": 0, "reaction_score": 0, "is_reacted_to": false, "User": {"user_id": 2, "username": "bob"}},
+		    {"message_id": 1010, "conversation_id": 10, "message": "m1010", "message_parsed": "m1010", "message_date": %d, "user_id": 1, "username": "alice", "is_unread": true,
+		     "can_edit": false, "can_react": true, "attach_count": 0, "reaction_score": 0, "is_reacted_to": false, "User": {"user_id": 1, "username": "alice"}}],
 		  "pagination": {"current_page": 2, "last_page": 2, "per_page": 5, "shown": 5, "total": 10}}`,
 			t0+400, t0+500, t0+600, t0+800, t0+900))
 

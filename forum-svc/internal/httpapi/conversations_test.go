@@ -63,9 +63,11 @@ func TestStartConversation(t *testing.T) {
 		}
 		wantJSON(t, r, fmt.Sprintf(`{"success": true, "conversation": {"conversation_id": %d, "title": "Plans",
 		  "user_id": 1, "username": "alice", "start_date": %d, "reply_count": 0, "recipient_count": 2,
-		  "recipients": [{"user_id": 2, "username": "bob"}, {"user_id": 3, "username": "carol"}],
-		  "first_message_id": %d, "last_message_id": %d, "last_message_date": %d, "is_unread": false,
-		  "is_starred": false, "conversation_open": true, "open_invite": true}}`, id, now, first, first, now))
+		  "recipients": {"2": "bob", "3": "carol"},
+		  "first_message_id": %d, "last_message_id": %d, "last_message_date": %d, "last_message_user_id": 1, "is_unread": false,
+		  "is_starred": false, "conversation_open": true, "open_invite": true,
+		  "can_edit": true, "can_reply": true, "can_invite": true, "can_upload_attachment": false,
+		  "Starter": {"user_id": 1, "username": "alice"}}}`, id, now, first, first, now))
 		_ = conv
 		// The starter has read it; the recipients have it unread, first in their lists.
 		for _, k := range [][]string{{key(keyBob)}, asCarol} {

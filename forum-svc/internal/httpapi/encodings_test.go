@@ -2,11 +2,11 @@ package httpapi_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"mime/multipart"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -23,8 +23,8 @@ func recipientIDs(t *testing.T, r response) []int64 {
 		t.Fatalf("status %d: %s", r.status, r.body)
 	}
 	var ids []int64
-	for _, o := range r.json(t)["conversation"].(map[string]any)["recipients"].([]any) {
-		n, err := o.(map[string]any)["user_id"].(json.Number).Int64()
+	for id := range r.json(t)["conversation"].(map[string]any)["recipients"].(map[string]any) {
+		n, err := strconv.ParseInt(id, 10, 64)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -48,6 +48,8 @@ const (
 	CodeUnsupportedMediaType  = "unsupported_media_type"
 	// An author's edit past the forum's editOwnMessageTimeLimit.
 	CodeEditTimeLimitExpired = "message_edit_time_limit_expired"
+	// A reaction to one's own message, named as XenForo names it.
+	CodeReactOwnContent = "reacting_to_your_own_content_is_considered_cheating"
 	// Client mistakes on the wire (shared/server.ClientError).
 	CodeMalformedBody  = "malformed_body"
 	CodeRequestTimeout = "request_timeout"
@@ -87,6 +89,7 @@ var errorTable = []struct {
 	{conversation.ErrMessageNotFound, errorSpec{http.StatusNotFound, CodeMessageNotFound, "The requested message could not be found."}},
 	{conversation.ErrInvalidDate, errorSpec{http.StatusBadRequest, CodeInvalidDate, "date must be a non-negative integer of Unix seconds."}},
 	{conversation.ErrNoPermission, errorSpec{http.StatusForbidden, CodeNoPermission, "You do not have permission to do this."}},
+	{conversation.ErrReactOwnContent, errorSpec{http.StatusForbidden, CodeReactOwnContent, "Reacting to your own message is not allowed."}},
 	{conversation.ErrConversationClosed, errorSpec{http.StatusForbidden, CodeConversationClosed, "The conversation is closed: it takes no reply, no invite and no edit."}},
 	{conversation.ErrInvalidIdempotencyKey, errorSpec{http.StatusBadRequest, CodeInvalidIdempotencyKey, "Idempotency-Key must be 1 to 255 printable ASCII characters."}},
 	{conversation.ErrIdempotencyKeyReused, errorSpec{http.StatusUnprocessableEntity, CodeIdempotencyKeyReused, "This Idempotency-Key was used for a different request."}},

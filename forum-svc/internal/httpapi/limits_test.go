@@ -21,6 +21,10 @@ func TestOversizedRequestHead(t *testing.T) {
 	}{
 		{"60 KB query string", "/api/conversations/1/messages?page=" + strings.Repeat("1", 60<<10), "", 414, "uri_too_long"},
 		{"60 KB query string, unknown route", "/nowhere?x=" + strings.Repeat("1", 60<<10), "", 414, "uri_too_long"},
+		// Percent-encoded: 30 KB as sent, 10 KB decoded. The trailing slash's removal must not
+		// measure the decoded path.
+		{"30 KB encoded path, trailing slash", "/api/conversation-messages/" + strings.Repeat("%C3%A9", 5120) + "/", "", 414, "uri_too_long"},
+		{"30 KB encoded path", "/api/conversation-messages/" + strings.Repeat("%C3%A9", 5120), "", 414, "uri_too_long"},
 		{"header block just under net/http's cap", "/api/conversations/1", servertest.Headers(60 << 10), 431, "request_header_fields_too_large"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

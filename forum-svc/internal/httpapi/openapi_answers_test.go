@@ -112,6 +112,18 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 			sendBody("POST", p+slash, "application/json", `{"date": 1767225600}`, key(keyAlice)) // 415
 		}
 		sendBody("DELETE", "/api/conversations/10"+slash, "application/json", `{}`, key(keyAlice)) // 415
+		react := "/api/conversation-messages/1003/react" + slash
+		sendBody("POST", react, echo.MIMEApplicationForm, "reaction_id=1", key(keyAlice), "Idempotency-Key: x"+slash)               // 200 insert
+		sendBody("POST", react, echo.MIMEApplicationForm, "reaction_id=2", key(keyAlice), "Idempotency-Key: x"+slash)               // 422
+		sendBody("POST", react, echo.MIMEApplicationForm, "reaction_id=1", key(keyAlice))                                           // 200 delete
+		sendBody("POST", react, echo.MIMEApplicationForm, "reaction_id=1", key(keyAlice), "Idempotency-Key: busy")                  // 409
+		sendBody("POST", react, echo.MIMEApplicationForm, "reaction_id=7", key(keyAlice))                                           // 400
+		sendBody("POST", react, "application/json", `{"reaction_id": 1}`, key(keyAlice))                                            // 415
+		sendBody("POST", "/api/conversation-messages/1001/react"+slash, echo.MIMEApplicationForm, "reaction_id=1", key(keyAlice))   // 403
+		sendBody("POST", "/api/conversation-messages/999999/react"+slash, echo.MIMEApplicationForm, "reaction_id=1", key(keyAlice)) // 404
+		for _, q := range []string{"with_messages=1", "with_messages=1&page=2", "with_messages=0&page=1", "with_messages=maybe", "with_messages=1&page=9"} {
+			send(e, "GET", "/api/conversations/10"+slash, q, nil, key(keyAlice))
+		}
 	}
 	if missed := c.Unreached(); len(missed) > 0 {
 		t.Errorf("documented but never reached: %s", strings.Join(missed, ", "))

@@ -67,29 +67,41 @@ func appendMessagePage(b []byte, p *conversation.MessagePage) (_ []byte, ok bool
 	return append(b, '}'), true
 }
 
-// flatEncoder appends a struct of int64, string and bool fields, and of omitempty pointers that
-// are nil, as encoding/json does. Its plan is made once from the struct's fields and json tags; a
-// struct it cannot plan (another field type, an embedded struct) leaves every call to
-// encoding/json (ok false).
+// flatEncoder appends a struct of int64, string and bool fields (int64 ones may be omitempty), of
+// nested structs of the same, and of omitempty pointers that are nil, as encoding/json does. Its
+// plan is made once from the struct's fields and json tags; a struct it cannot plan (another
+// field type, an embedded struct, an omitempty field before any field always written) leaves
+// every call to encoding/json (ok false).
 type flatEncoder[T any] struct {
 	fields []flatField
 	ok     bool
 }
 
+// flatField is one step of the plan: key is written before the value (`"name":`, after a comma
+// unless it is the first field of its object; a nested object's `{` follows it); kind
+// reflect.Struct writes key alone (a nested object's opening or closing).
 type flatField struct {
-	offset uintptr // in T
-	key    string  // `"name":`, after a comma unless it is the first field written
-	kind   reflect.Kind
+	offset    uintptr // in T
+	key       string
+	kind      reflect.Kind
+	omitEmpty bool // an int64 written only when not 0
 }
 
 func newFlatEncoder[T any]() flatEncoder[T] {
-	t := reflect.TypeFor[T]()
-	var e flatEncoder[T]
+	fields, ok := planFlat(reflect.TypeFor[T](), 0, nil)
+	if !ok {
+		return flatEncoder[T]{}
+	}
+	return flatEncoder[T]{fields: fields, ok: true}
+}
+
+// planFlat appends the plan of struct t at offset base to fields.
+func planFlat(t reflect.Type, base uintptr, fields []flatField) ([]flatField, bool) {
 	written := false
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if f.Anonymous {
-			return flatEncoder[T]{}
+			return nil, false
 		}
 		tag := f.Tag.Get("json")
 		if !f.IsExported() || tag == "-" {
@@ -99,24 +111,46 @@ func newFlatEncoder[T any]() flatEncoder[T] {
 		if name == "" {
 			name = f.Name
 		}
-		if !plainField(f.Type, ","+opts+",") {
-			return flatEncoder[T]{}
-		}
+		opts = "," + opts + ","
 		key, err := json.Marshal(name)
 		if err != nil {
-			return flatEncoder[T]{}
+			return nil, false
 		}
-		// Pointers are never written (nil, or the call gives up), so they need no comma.
-		if f.Type.Kind() != reflect.Pointer {
+		omit := opts == ",omitempty,"
+		if f.Type.Kind() == reflect.Struct && opts == ",," && !hasMarshaler(f.Type) {
+			if written {
+				key = append([]byte{','}, key...)
+			}
+			written = true
+			fields = append(fields, flatField{key: string(key) + ":{", kind: reflect.Struct})
+			var ok bool
+			if fields, ok = planFlat(f.Type, base+f.Offset, fields); !ok {
+				return nil, false
+			}
+			fields = append(fields, flatField{key: "}", kind: reflect.Struct})
+			continue
+		}
+		if !plainField(f.Type, opts) {
+			return nil, false
+		}
+		// Pointers are never written (nil, or the call gives up), so they need no comma. An
+		// omitempty int64 takes its comma from a field always written before it.
+		switch {
+		case f.Type.Kind() == reflect.Pointer:
+		case omit && !written:
+			return nil, false
+		case omit:
+			key = append([]byte{','}, key...)
+		default:
 			if written {
 				key = append([]byte{','}, key...)
 			}
 			written = true
 		}
-		e.fields = append(e.fields, flatField{offset: f.Offset, key: string(key) + ":", kind: f.Type.Kind()})
+		fields = append(fields, flatField{offset: base + f.Offset, key: string(key) + ":", kind: f.Type.Kind(),
+			omitEmpty: omit && f.Type.Kind() == reflect.Int64})
 	}
-	e.ok = true
-	return e
+	return fields, true
 }
 
 var (
@@ -124,16 +158,23 @@ var (
 	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
 )
 
+// hasMarshaler tells whether t or *t encodes itself.
+func hasMarshaler(t reflect.Type) bool {
+	return t.Implements(jsonMarshaler) || t.Implements(textMarshaler) ||
+		reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler)
+}
+
 // plainField tells whether flatEncoder writes a field of type t with the json options opts
-// (",a,b,") as encoding/json does: an int64, string or bool without options or methods of its
-// own, or an omitempty pointer (written only when nil, that is never).
+// (",a,b,") as encoding/json does: an int64 (omitempty or not), string or bool without options
+// or methods of its own, or an omitempty pointer (written only when nil, that is never).
 func plainField(t reflect.Type, opts string) bool {
-	if t.Implements(jsonMarshaler) || t.Implements(textMarshaler) ||
-		reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler) {
+	if hasMarshaler(t) {
 		return false
 	}
 	switch t.Kind() {
-	case reflect.Int64, reflect.String, reflect.Bool:
+	case reflect.Int64:
+		return opts == ",," || opts == ",omitempty,"
+	case reflect.String, reflect.Bool:
 		return opts == ",,"
 	case reflect.Pointer:
 		return opts == ",omitempty,"
@@ -150,11 +191,19 @@ func (e *flatEncoder[T]) append(b []byte, v *T) (_ []byte, ok bool) {
 	b = append(b, '{')
 	for _, f := range e.fields {
 		p := unsafe.Add(unsafe.Pointer(v), f.offset)
-		if f.kind == reflect.Pointer {
+		switch f.kind {
+		case reflect.Pointer:
 			if *(*unsafe.Pointer)(p) != nil {
 				return b, false
 			}
 			continue // omitempty
+		case reflect.Struct:
+			b = append(b, f.key...)
+			continue
+		case reflect.Int64:
+			if f.omitEmpty && *(*int64)(p) == 0 {
+				continue
+			}
 		}
 		b = append(b, f.key...)
 		switch f.kind {

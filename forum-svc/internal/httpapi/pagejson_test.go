@@ -57,6 +57,8 @@ func TestAppendMessagePageMatchesEncodingJSON(t *testing.T) {
 				{MessageID: 1, ConversationID: 2, Message: "hello <b>&</b>\n", MessageDate: 1767225600, UserID: 3, Username: "alice", IsUnread: true},
 				{MessageID: math.MaxInt64, ConversationID: 1, Message: "é\u2028\xff", MessageDate: 0, UserID: 0, Username: `"bob"`},
 				{MessageID: -1, Message: ""},
+				{MessageID: 4, MessageParsed: "<b>x</b>", CanEdit: true, CanReact: true, ReactionScore: -2, IsReactedTo: true,
+					VisitorReactionID: 5, User: conversation.User{UserID: 7, Username: "<carol>"}},
 			},
 			Pagination: conversation.Pagination{CurrentPage: 2, LastPage: 50000, PerPage: 20, Shown: 3, Total: math.MaxInt64},
 		},
@@ -108,6 +110,10 @@ func TestFlatEncoderFollowsTheStruct(t *testing.T) {
 		N int64 `json:"n,string"`
 	}
 	type withMarshaler struct{ T time.Time }
+	type omitFirst struct {
+		N int64  `json:"n,omitempty"`
+		S string `json:"s"`
+	}
 	type embedded struct{ plain }
 	for name, ok := range map[string]bool{
 		"int":       newFlatEncoder[withInt]().ok,
@@ -115,9 +121,30 @@ func TestFlatEncoderFollowsTheStruct(t *testing.T) {
 		"string":    newFlatEncoder[withString]().ok,
 		"marshaler": newFlatEncoder[withMarshaler]().ok,
 		"embedded":  newFlatEncoder[embedded]().ok,
+		"omitfirst": newFlatEncoder[omitFirst]().ok,
 	} {
 		if ok {
 			t.Errorf("flatEncoder planned a struct with a field it does not write (%s)", name)
+		}
+	}
+	// Nested structs, and int64 fields omitted when 0, as encoding/json writes them.
+	type inner struct {
+		A int64  `json:"a"`
+		O int64  `json:"o,omitempty"`
+		S string `json:"s"`
+	}
+	type outer struct {
+		N  int64 `json:"n"`
+		O  int64 `json:"o,omitempty"`
+		In inner `json:"In"`
+		B  bool  `json:"b"`
+		E  inner
+	}
+	nested := newFlatEncoder[outer]()
+	for _, v := range []outer{{}, {N: 1, O: 2, In: inner{A: 3, O: 4, S: "<"}, B: true, E: inner{O: -1}}} {
+		want, _ := json.Marshal(v)
+		if got, ok := nested.append(nil, &v); !ok || !bytes.Equal(got, want) {
+			t.Fatalf("flatEncoder = %s (ok %v), want %s", got, ok, want)
 		}
 	}
 	if !messageEncoder.ok || !paginationEncoder.ok {

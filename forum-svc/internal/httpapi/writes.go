@@ -90,6 +90,22 @@ func (a *api) reply(ctx context.Context, userID int64, form conversation.Fields,
 	})
 }
 
+// react answers a reaction to the message of the path; it honours Idempotency-Key.
+func (a *api) react(c echo.Context) error {
+	userID, id := ids(c)
+	form, retry, err := writeForm(c)
+	if err != nil {
+		return err
+	}
+	ans, err := a.conv.React(c.Request().Context(), userID, id, form, retry, func(r conversation.ReactAnswer) ([]byte, error) {
+		return json.Marshal(r)
+	})
+	if err != nil {
+		return err
+	}
+	return writeAnswer(c, ans)
+}
+
 // onObject is a write on the object of the path ({id}): its fields, then op, whose result is the
 // answer.
 func onObject(op func(ctx context.Context, userID, id int64, form conversation.Fields) (any, error)) echo.HandlerFunc {

@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"forumstats.local/forum-svc/internal/auth"
+	"forumstats.local/forum-svc/internal/conversation"
 	"forumstats.local/forum-svc/internal/store"
 )
 
@@ -53,7 +54,8 @@ func write(ctx context.Context, tx *gorm.DB, f *File, now time.Time) (Summary, e
 		for _, m := range c.Messages {
 			// A temporary negative position, unique (message ids are), until positions are recomputed.
 			messages = append(messages, store.Message{MessageID: m.MessageID, ConversationID: c.ConversationID,
-				UserID: m.UserID, Message: m.Message, MessageDate: *m.MessageDate, Position: -m.MessageID})
+				UserID: m.UserID, Message: m.Message, MessageParsed: conversation.RenderMessage(m.Message),
+				MessageDate: *m.MessageDate, Position: -m.MessageID})
 		}
 	}
 	sum.Messages = len(messages)
@@ -72,7 +74,7 @@ func write(ctx context.Context, tx *gorm.DB, f *File, now time.Time) (Summary, e
 			return sum, err
 		}
 	}
-	if err := upsert(tx, messages, []string{"message_id"}, "user_id", "message", "message_date", "position"); err != nil {
+	if err := upsert(tx, messages, []string{"message_id"}, "user_id", "message", "message_parsed", "message_date", "position"); err != nil {
 		return sum, err
 	}
 	for part := range slices.Chunk(convIDs, chunk) {

@@ -5,7 +5,7 @@ package store
 // inserts set; the others take their defaults. Ids are given, never generated: the tables' own
 // identity columns number the rows the API creates (StartConversation, Reply).
 
-// InsertBatch is how many rows one INSERT of CreateInBatches carries: 500 rows of at most six
+// InsertBatch is how many rows one INSERT of CreateInBatches carries: 500 rows of at most seven
 // columns stay far below the bound parameters a statement may have (32,766 on SQLite, 65,535 on
 // PostgreSQL).
 const InsertBatch = 500
@@ -48,6 +48,7 @@ type Message struct {
 	ConversationID int64  `gorm:"column:conversation_id"`
 	UserID         int64  `gorm:"column:user_id"`
 	Message        string `gorm:"column:message"`
+	MessageParsed  string `gorm:"column:message_parsed"` // Message's HTML
 	MessageDate    int64  `gorm:"column:message_date"`
 	Position       int64  `gorm:"column:position"`
 }

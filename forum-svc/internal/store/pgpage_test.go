@@ -168,3 +168,11 @@ func BenchmarkMessagePage(b *testing.B) {
 		})
 	}
 }
+
+// The page statement, as PostgreSQL receives it, fits in pg_stat_activity's default 1 kB
+// (track_activity_query_size), which keeps 1,023 bytes of it.
+func TestPageStatementFitsActivity(t *testing.T) {
+	if s := openStore(t); len(s.pgPage) >= 1023 {
+		t.Fatalf("the page statement is %d bytes: %s", len(s.pgPage), s.pgPage)
+	}
+}

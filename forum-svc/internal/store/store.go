@@ -65,8 +65,9 @@ func (s *Store) pinWriter(userID int64) func() {
 }
 
 const conversationColumns = `c.conversation_id, c.title, c.user_id, cu.username, c.start_date,
-       c.message_count, c.first_message_id, c.last_message_id, c.last_message_date, p.last_read_date,
-       c.conversation_open, c.open_invite, p.starred`
+       c.message_count, c.first_message_id, c.last_message_id, c.last_message_date,
+       COALESCE((SELECT lm.user_id FROM conversation_messages lm WHERE lm.message_id = c.last_message_id), 0),
+       p.last_read_date, c.conversation_open, c.open_invite, p.starred`
 
 const conversationSQL = `
 SELECT ` + conversationColumns + `
@@ -77,8 +78,13 @@ WHERE p.conversation_id = ? AND p.user_id = ? AND p.left_state = 0`
 
 const messageSQL = `
 SELECT m.message_id, m.conversation_id, m.message, m.message_date, m.user_id, mu.username,
+       COALESCE(m.message_parsed, ''), m.reaction_score,
+       COALESCE((SELECT r.reaction_id FROM conversation_message_reactions r
+                 WHERE r.message_id = m.message_id AND r.user_id = p.user_id), 0),
+       o.edit_own_message_time_limit,
        ` + conversationColumns + `
 FROM conversation_messages m
+CROSS JOIN forum_options o
 JOIN conversation_participants p ON p.conversation_id = m.conversation_id AND p.user_id = ? AND p.left_state = 0
 JOIN conversations c ON c.conversation_id = m.conversation_id
 JOIN users mu ON mu.user_id = m.user_id
@@ -121,7 +127,7 @@ func (s *Store) MessagePage(ctx context.Context, conversationID, userID, page in
 
 func scanConversation(dest []any, c *conversation.ConversationRow) []any {
 	return append(dest, &c.ConversationID, &c.Title, &c.UserID, &c.Username, &c.StartDate,
-		&c.MessageCount, &c.FirstMessageID, &c.LastMessageID, &c.LastMessageDate, &c.LastReadDate,
+		&c.MessageCount, &c.FirstMessageID, &c.LastMessageID, &c.LastMessageDate, &c.LastMessageUserID, &c.LastReadDate,
 		&c.Open, &c.OpenInvite, &c.Starred)
 }
 
@@ -161,7 +167,8 @@ func messageOn(q *gorm.DB, messageID, userID int64) (conversation.MessageRow, co
 		m conversation.MessageRow
 		c conversation.ConversationRow
 	)
-	dest := []any{&m.MessageID, &m.ConversationID, &m.Message, &m.MessageDate, &m.UserID, &m.Username}
+	dest := []any{&m.MessageID, &m.ConversationID, &m.Message, &m.MessageDate, &m.UserID, &m.Username,
+		&m.MessageParsed, &m.ReactionScore, &m.VisitorReactionID, &m.EditTimeLimit}
 	err := q.Raw(messageSQL, userID, messageID).Row().Scan(scanConversation(dest, &c)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, c, conversation.ErrMessageNotFound

@@ -129,8 +129,8 @@ VALUES (?, ?, ?, 1, ?, ?, ?) RETURNING conversation_id`, c.Title, c.StarterID, c
 		if err != nil {
 			return nil, 0, fmt.Errorf("insert conversation: %w", err)
 		}
-		err = tx.Raw(`INSERT INTO conversation_messages (conversation_id, user_id, message, message_date, position)
-VALUES (?, ?, ?, ?, 1) RETURNING message_id`, id, c.StarterID, c.Message, c.Date).Row().Scan(&messageID)
+		err = tx.Raw(`INSERT INTO conversation_messages (conversation_id, user_id, message, message_parsed, message_date, position)
+VALUES (?, ?, ?, ?, ?, 1) RETURNING message_id`, id, c.StarterID, c.Message, c.Parsed, c.Date).Row().Scan(&messageID)
 		if err != nil {
 			return nil, 0, fmt.Errorf("insert message: %w", err)
 		}
@@ -168,9 +168,9 @@ func (s *Store) Reply(ctx context.Context, r conversation.NewReply, retry *conve
 			return nil, 0, conversation.ErrConversationClosed
 		}
 		var messageID int64
-		err = tx.Raw(`INSERT INTO conversation_messages (conversation_id, user_id, message, message_date, position)
-VALUES (?, ?, ?, ?, (SELECT message_count + 1 FROM conversations WHERE conversation_id = ?)) RETURNING message_id`,
-			r.ConversationID, r.UserID, r.Message, r.Date, r.ConversationID).Row().Scan(&messageID)
+		err = tx.Raw(`INSERT INTO conversation_messages (conversation_id, user_id, message, message_parsed, message_date, position)
+VALUES (?, ?, ?, ?, ?, (SELECT message_count + 1 FROM conversations WHERE conversation_id = ?)) RETURNING message_id`,
+			r.ConversationID, r.UserID, r.Message, r.Parsed, r.Date, r.ConversationID).Row().Scan(&messageID)
 		if err != nil {
 			return nil, 0, fmt.Errorf("insert message: %w", err)
 		}
@@ -228,7 +228,8 @@ func (s *Store) EditMessage(ctx context.Context, e conversation.MessageEdit) (m 
 		if err := conversation.CheckEdit(t, e); err != nil {
 			return err
 		}
-		if err := tx.Exec(`UPDATE conversation_messages SET message = ? WHERE message_id = ?`, e.Text, e.MessageID).Error; err != nil {
+		if err := tx.Exec(`UPDATE conversation_messages SET message = ?, message_parsed = ? WHERE message_id = ?`,
+			e.Text, e.Parsed, e.MessageID).Error; err != nil {
 			return err
 		}
 		m, c, err = messageOn(tx, e.MessageID, e.UserID)

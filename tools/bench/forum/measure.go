@@ -269,9 +269,9 @@ func processCPU(pid int) (time.Duration, error) {
 
 var tpsLine = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
 
-// pageParams names the page statement's parameters $1..$5 (conversation, page, page, conversation,
-// user, as forum-svc's store documents them) as pgbench variables.
-var pageParams = []string{":conv", ":page", ":page", ":conv", ":uid"}
+// pageParams names the page statement's parameters $1..$6 (user, conversation, page, page,
+// conversation, user, as forum-svc's store documents them) as pgbench variables.
+var pageParams = []string{":uid", ":conv", ":page", ":page", ":conv", ":uid"}
 
 var placeholder = regexp.MustCompile(`\$([0-9]+)`)
 

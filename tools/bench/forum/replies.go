@@ -31,7 +31,8 @@ const replyText = "A reply from the benchmark, about as long as a short chat mes
 // Idempotency-Key, in its order: the forum options (the message's length limit), then the
 // transaction of store.Reply; auth's statements run on a cache miss only. The parameters follow
 // the store's statements; bindParams fails when their number changes. pgbench's \set takes
-// numbers only, so the text goes in as a literal.
+// numbers only, so the text goes in as a literal, and so does its HTML (message_parsed), which for
+// this plain text is the text itself.
 func replyRoles() []role {
 	text := sqlString(replyText)
 	return withHousekeeping([]role{
@@ -39,7 +40,7 @@ func replyRoles() []role {
 		{name: "begin", marker: "begin"},
 		{name: "lock the conversation", marker: "FOR UPDATE", params: []string{":conv", ":uid"}},
 		{name: "insert the message", marker: "INSERT INTO conversation_messages", gset: true,
-			params: []string{":conv", ":uid", text, ":date", ":conv"}},
+			params: []string{":conv", ":uid", text, text, ":date", ":conv"}},
 		{name: "move the conversation", marker: "UPDATE conversations SET message_count",
 			params: []string{":message_id", ":date", ":conv"}},
 		// left_state: 1 (left) comes back as 0 (in); forum-svc's store.stateLeft and stateIn.

@@ -107,10 +107,12 @@ func fill(ctx context.Context, dbURL string, n, inbox int) error {
 		`INSERT INTO users (user_id, username) VALUES (1, 'alice'), (2, 'bob'), (3, 'carol'), (4, 'dave')`,
 		`INSERT INTO conversations (conversation_id, title, user_id) VALUES (1, 'A long conversation', 1)`,
 		`INSERT INTO conversation_participants (conversation_id, user_id, last_read_date) VALUES (1, 1, 0), (1, 2, 0)`,
-		fmt.Sprintf(`INSERT INTO conversation_messages (message_id, conversation_id, user_id, message, message_date, position)
-		 SELECT g, 1, 1 + g %% 2, 'Message number ' || g || ' of the long conversation, with some text to carry.',
-		        %d + g / 3, g
-		 FROM generate_series(1, %d) AS g`, t0, n),
+		// message_parsed is the HTML forum-svc stores with each message it writes; these texts have
+		// no markup, so theirs is the text itself.
+		fmt.Sprintf(`INSERT INTO conversation_messages (message_id, conversation_id, user_id, message, message_parsed, message_date, position)
+		 SELECT g, 1, 1 + g %% 2, t, t, %d + g / 3, g
+		 FROM generate_series(1, %d) AS g,
+		      LATERAL (SELECT 'Message number ' || g || ' of the long conversation, with some text to carry.' AS t) AS text`, t0, n),
 		`UPDATE conversations SET message_count = (SELECT COUNT(*) FROM conversation_messages WHERE conversation_id = 1),
 		   first_message_id = 1, start_date = (SELECT message_date FROM conversation_messages WHERE message_id = 1),
 		   last_message_id = (SELECT MAX(message_id) FROM conversation_messages),
