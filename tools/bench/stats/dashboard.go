@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"database/sql"
 	"errors"
@@ -26,6 +28,7 @@ const dashboardLoads = 5
 type dashLoad struct {
 	firstChart time.Duration // performance.getEntriesByName("first-chart")[0].startTime
 	wire       int64         // encodedDataLength summed over the service's responses
+	gzip       int64         // the same bodies gzip-compressed, headers left out
 	responses  []wireResponse
 }
 
@@ -34,6 +37,9 @@ type wireResponse struct {
 	path     string
 	encoding string // Content-Encoding, "" when sent as is
 	bytes    int64  // encodedDataLength: headers and body as they crossed the wire
+	body     int    // the body's length as decoded
+	gzip     int    // the body's length gzip-compressed (default level): what gzip would send
+	id       network.RequestID
 }
 
 // chromium finds Debian's chromium (or CHROMIUM). Without it the dashboard cannot be measured,
@@ -110,7 +116,7 @@ func loadDashboard(ctx context.Context, exe, base string) (dashLoad, error) {
 		case *network.EventRequestWillBeSent:
 			if strings.HasPrefix(ev.Request.URL, base+"/") {
 				pending[ev.RequestID] = true
-				paths[ev.RequestID] = wireResponse{path: strings.TrimPrefix(ev.Request.URL, base)}
+				paths[ev.RequestID] = wireResponse{path: strings.TrimPrefix(ev.Request.URL, base), id: ev.RequestID}
 			}
 		case *network.EventResponseReceived:
 			if w, ok := paths[ev.RequestID]; ok {
@@ -180,9 +186,33 @@ func loadDashboard(ctx context.Context, exe, base string) (dashLoad, error) {
 	mu.Lock()
 	l.responses = slices.Clone(done)
 	mu.Unlock()
+	// The bodies as received, compressed here: what the load would weigh if the service sent gzip.
+	if err := chromedp.Do(tctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		for i := range l.responses {
+			res, err := cdp.Call(ctx, t, network.GetResponseBody, network.GetResponseBodyParams{RequestID: l.responses[i].id})
+			if err != nil {
+				return fmt.Errorf("the body of %s: %w", l.responses[i].path, err)
+			}
+			l.responses[i].body = len(res.Body)
+			l.responses[i].gzip = gzipLen(res.Body)
+		}
+		return nil
+	})); err != nil {
+		return l, fmt.Errorf("chromium: %w", err)
+	}
 	sort.Slice(l.responses, func(i, j int) bool { return l.responses[i].path < l.responses[j].path })
 	for _, w := range l.responses {
 		l.wire += w.bytes
+		l.gzip += int64(w.gzip)
 	}
 	return l, nil
+}
+
+// gzipLen is the length of b gzip-compressed at the default level.
+func gzipLen(b []byte) int {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write(b) // a bytes.Buffer does not fail
+	_ = zw.Close()
+	return buf.Len()
 }
