@@ -473,6 +473,30 @@ func TestDashboardInChromium(t *testing.T) {
 		}
 	})
 
+	// The benchmark times the first load by the page's own mark: one, once a chart is drawn
+	// from the series the page asked for, and the same as dashboard.firstChart.
+	t.Run("first chart marked once, after its data", func(t *testing.T) {
+		b := b.on(t)
+		b.waitFor("the first-chart mark", `performance.getEntriesByName("first-chart").length > 0`, 5*time.Second)
+		type mark struct {
+			Marks               int
+			At, Dash, SeriesEnd float64
+			Charts              int
+		}
+		m := evaluate[mark](t, b.ctx, `(() => {
+			const marks = performance.getEntriesByName("first-chart");
+			const series = performance.getEntriesByType("resource").filter((e) => e.name.includes("/api/chat-series"));
+			return {Marks: marks.length, At: marks[0].startTime, Dash: dashboard.firstChart,
+				SeriesEnd: Math.min(...series.map((e) => e.responseEnd)), Charts: document.querySelectorAll(".chart canvas").length};
+		})()`)
+		if m.Marks != 1 || m.At <= 0 || m.At != m.Dash {
+			t.Errorf("first-chart: %d marks, at %v ms, dashboard.firstChart %v: want one mark, the same time", m.Marks, m.At, m.Dash)
+		}
+		if m.At < m.SeriesEnd || m.Charts == 0 {
+			t.Errorf("first-chart at %v ms, before the first series answer ended (%v ms) or with no chart (%d canvases)", m.At, m.SeriesEnd, m.Charts)
+		}
+	})
+
 	t.Run("servers, totals and the comparison", func(t *testing.T) {
 		b := b.on(t)
 		var cur, prev statsAnswer
@@ -1018,6 +1042,10 @@ func TestDashboardInChromium(t *testing.T) {
 		b.waitFor("the redraw", `dashboard.redraws > `+strconv.Itoa(redraws)+` && dashboard.trend.lines[0].totals[13] === 9999`, 10*time.Second)
 		if got := evaluate[int](t, ctx, `dashboard.redraws`); got != redraws+1 {
 			t.Errorf("one change redrawn %d times", got-redraws)
+		}
+		// A redraw is no first chart: the page's timeline keeps its one mark.
+		if got := evaluate[int](t, ctx, `performance.getEntriesByName("first-chart").length`); got != 1 {
+			t.Errorf("after a redraw the page has %d first-chart marks, want 1", got)
 		}
 	})
 

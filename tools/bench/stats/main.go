@@ -13,7 +13,12 @@
 //     Moscow (the median, window by window, of the ratio; the two asked alternately);
 //  4. warm cache: stats-svc's requests/s are at least 60 % of those of a bare net/http handler
 //     writing the same bytes (the ceiling), measured side by side in alternating slices with the
-//     same clients.
+//     same clients;
+//  5. the dashboard's first load in headless Chromium (dashboard.go), five times, each in a fresh
+//     browser on a cold server cache: its page, files and API answers weigh at most 150,000 bytes
+//     on the wire (Chromium's encodedDataLength, asking Accept-Encoding: gzip), and its first
+//     chart is drawn with data within 1 s of navigation start (the page's own "first-chart"
+//     performance mark), the median of the five.
 //
 // It treats the service as a black box (setup.go): it builds stats-svc, creates the database
 // (dropped at the end unless -keep), applies the migrations with `stats-svc migrate`, fills it
@@ -21,7 +26,7 @@
 // unless -redis=false. It measures over HTTP (measure.go), prints the figures (report.go) and
 // exits 1 when a target is missed.
 //
-//	go run ./tools/bench/stats [-admin-url URL] [-redis=false] [-duration 5s] [-compare BIN]... [-activity-only]
+//	go run ./tools/bench/stats [-admin-url URL] [-redis=false] [-duration 5s] [-compare BIN]... [-activity-only | -dashboard-only]
 //
 // With -compare, other stats-svc builds serve the same database beside this one, each window of
 // the cold measurements is asked of every build in rotating order, and each build's medians are
@@ -55,6 +60,8 @@ type options struct {
 	compare     paths // other stats-svc builds asked the same cold windows in turn
 	// activityOnly loads the live counts only and measures the hourly activity only.
 	activityOnly bool
+	// dashboardOnly loads all the data (the page shows all of it) and measures the dashboard only.
+	dashboardOnly bool
 }
 
 // paths is a repeatable flag's values.
@@ -88,7 +95,11 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.concurrency, "concurrency", 8, "concurrent keep-alive clients")
 	flag.Var(&o.compare, "compare", "another stats-svc binary to serve the same database (with a Redis database of its own) and answer the same cold windows in turn (repeatable); measures what a change buys")
 	flag.BoolVar(&o.activityOnly, "activity-only", false, "load only the hourly live counts and measure only /api/chat-activity")
+	flag.BoolVar(&o.dashboardOnly, "dashboard-only", false, "measure only the dashboard's first load in headless Chromium (on all the data)")
 	flag.Parse()
+	if o.activityOnly && o.dashboardOnly {
+		return o, fmt.Errorf("-activity-only and -dashboard-only exclude each other")
+	}
 	if o.activityOnly {
 		o.days = seriesDays + o.cold // unused: no daily reports are loaded
 	}

@@ -39,6 +39,7 @@ type results struct {
 	// activityZone, window by window; activityLen the size of a Moscow answer.
 	activity, activityTZ []time.Duration
 	activityLen          int
+	dashboard            []dashLoad // the dashboard's first loads
 }
 
 // compared is a -compare build's cold latencies, window by window as this build's.
@@ -63,6 +64,9 @@ func measure(ctx context.Context, e *benchEnv, o options) (results, error) {
 	for _, name := range o.compare {
 		r.compared = append(r.compared, compared{name: name})
 	}
+	if o.dashboardOnly {
+		return r, measureDashboard(ctx, e, &r)
+	}
 	client := newClient(o.concurrency)
 	if err := measureActivity(ctx, client, e, o, &r); err != nil {
 		return r, err
@@ -85,7 +89,8 @@ func measure(ctx context.Context, e *benchEnv, o options) (results, error) {
 		w.label = t.label
 		r.warm = append(r.warm, w)
 	}
-	return r, nil
+	// Last: its new generations would turn the other measurements' warm answers cold.
+	return r, measureDashboard(ctx, e, &r)
 }
 
 // measureCold times all-servers 31-day ranges, then all-servers 366-day series, each ending a day

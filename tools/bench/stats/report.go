@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"forumstats.local/tools/bench"
@@ -16,6 +17,8 @@ const (
 	minWarmRatio    = 0.60                   // stats-svc requests/s ÷ the bare net/http handler's
 	maxActivity     = 100 * time.Millisecond // all servers, 31 days × 24 hours of live counts, cold cache
 	maxZoneRatio    = 1.10                   // the same activity in activityZone ÷ in Moscow
+	maxFirstLoad    = 150_000                // bytes on the wire of the dashboard's first load
+	maxFirstChart   = time.Second            // navigation start to the first chart drawn with data
 )
 
 // report turns the results into the figures, each beside its target.
@@ -26,6 +29,10 @@ func report(e *benchEnv, r results, o options) *bench.Report {
 	fmt.Printf("activity: %d all-servers %d-day windows, each ending a day earlier, in Europe/Moscow and %s alternately; %d-byte answer\n",
 		len(r.activity), activityRange, activityZone, r.activityLen)
 	rep := &bench.Report{Title: "stats-svc"}
+	if o.dashboardOnly {
+		reportDashboard(rep, r)
+		return rep
+	}
 	am := medianOf(r.activity)
 	rep.Add("cold, all servers, 31-day activity: median", ms(am), "≤ "+ms(maxActivity), am <= maxActivity)
 	rep.Add("cold activity in "+activityZone+": median", ms(medianOf(r.activityTZ)), "", true)
@@ -65,7 +72,43 @@ func report(e *benchEnv, r results, o options) *bench.Report {
 		rep.Add("warm, "+w.label+": stats-svc/bare net/http", fmt.Sprintf("%.0f %%", 100*ratio),
 			fmt.Sprintf("≥ %.0f %%", 100*minWarmRatio), ratio >= minWarmRatio)
 	}
+	reportDashboard(rep, r)
 	return rep
+}
+
+// reportDashboard adds the dashboard's first loads: the heaviest load's bytes, the median and the
+// slowest first chart.
+func reportDashboard(rep *bench.Report, r results) {
+	if len(r.dashboard) == 0 {
+		return
+	}
+	heaviest := r.dashboard[0]
+	charts := make([]time.Duration, len(r.dashboard))
+	for i, l := range r.dashboard {
+		charts[i] = l.firstChart
+		if l.wire > heaviest.wire {
+			heaviest = l
+		}
+	}
+	var files []string
+	for _, w := range heaviest.responses {
+		enc := w.encoding
+		if enc == "" {
+			enc = "identity"
+		}
+		files = append(files, fmt.Sprintf("%s %d (%s; body %d, gzip %d)", w.path, w.bytes, enc, w.body, w.gzip))
+	}
+	fmt.Printf("dashboard: %d first loads, each in a fresh headless Chromium on a new data generation; first charts %v\n",
+		len(r.dashboard), charts)
+	fmt.Printf("dashboard: the heaviest first load, bytes on the wire by response: %s\n", strings.Join(files, ", "))
+	rep.Add("dashboard first load: bytes on the wire, heaviest", fmt.Sprintf("%d bytes in %d responses", heaviest.wire, len(heaviest.responses)),
+		fmt.Sprintf("≤ %d bytes", maxFirstLoad), heaviest.wire <= maxFirstLoad)
+	// Not a target: what the same bodies would weigh if the service answered gzip (headers left
+	// out), beside what it sends.
+	rep.Add("dashboard first load: its bodies gzip-compressed", fmt.Sprintf("%d bytes", heaviest.gzip), "not a target", true)
+	fm := medianOf(charts)
+	rep.Add("dashboard first chart: median", ms(fm), "≤ "+ms(maxFirstChart), fm <= maxFirstChart)
+	rep.Add("dashboard first chart: max", ms(slices.Max(charts)), "", true)
 }
 
 func medianOf(d []time.Duration) time.Duration {

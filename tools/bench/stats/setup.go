@@ -18,6 +18,7 @@ import (
 // benchEnv is stats-svc serving a filled database.
 type benchEnv struct {
 	svc    *stack.Service
+	dbURL  string           // the bench database, where the dashboard's loads bump the generation
 	others []*stack.Service // the -compare builds, on the same database
 	redis  bool
 	today  reports.Day // the last day of the data
@@ -36,6 +37,7 @@ func setup(ctx context.Context, o options) (_ *benchEnv, err error) {
 	if err != nil {
 		return nil, err
 	}
+	e.dbURL = dbURL
 	start := time.Now()
 	if e.rows, e.live, err = fill(ctx, dbURL, o, e.today); err != nil {
 		return nil, fmt.Errorf("fill: %w", err)
