@@ -23,7 +23,9 @@ import (
 	"forumstats.local/collector-svc/internal/collect"
 	"forumstats.local/collector-svc/internal/discord"
 	"forumstats.local/collector-svc/internal/httpapi"
+	"forumstats.local/collector-svc/internal/live"
 	"forumstats.local/collector-svc/internal/livegw"
+	"forumstats.local/collector-svc/internal/livereport"
 	"forumstats.local/collector-svc/internal/lock"
 	"forumstats.local/collector-svc/internal/store"
 	"forumstats.local/shared/backend"
@@ -45,6 +47,9 @@ type App struct {
 	// afterFlush, when set, is told of every flush of live counts (livegw.AfterFlush): the gap
 	// filler and the writer of reports from live counts join there.
 	afterFlush livegw.AfterFlush
+	// reporter writes reports from live counts and fills their gaps (DISCORD_GATEWAY=on, unless
+	// a test hands its own afterFlush).
+	reporter *livereport.Reporter
 }
 
 // New builds the collector of cfg: it opens the reports database (migrating it unless
@@ -58,7 +63,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 	if err != nil {
 		return nil, err
 	}
-	col, lk, err := collector(cfg, b, log, o.now)
+	col, client, lk, err := collector(cfg, b, log, o.now)
 	if err != nil {
 		b.Close()
 		return nil, err
@@ -68,7 +73,24 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Ap
 		HTTP:   cfg.HTTP,
 		Ready:  []server.Check{{Name: "database", Fn: db.Ping(b.DB)}},
 	})
-	return &App{cfg: cfg, log: log, handler: h, backend: b, collector: col, lock: lk, now: o.now, afterFlush: o.afterFlush}, nil
+	a := &App{cfg: cfg, log: log, handler: h, backend: b, collector: col, lock: lk, now: o.now, afterFlush: o.afterFlush}
+	if cfg.Collector.Gateway && a.afterFlush == nil {
+		a.reporter = livereport.New(livereport.Config{
+			Discord: client, Channels: col, Live: live.NewStore(b.DB), Reports: reportStore(b, log),
+			GapDelay: cfg.Collector.LiveGapDelay, SearchEvery: time.Duration(cfg.Collector.RefreshMinutes) * time.Minute,
+			Now: o.now, Logger: log,
+		})
+		a.afterFlush = reporterHook{a.reporter}
+	}
+	return a, nil
+}
+
+// reporterHook tells the reporter of each stored flush of a shard this replica holds.
+type reporterHook struct{ r *livereport.Reporter }
+
+func (h reporterHook) Flushed(_ context.Context, f livegw.Flushed) error {
+	h.r.AfterFlush(livereport.Flush{Shard: f.Shard, NumShards: f.NumShards, Flusher: f.Flusher, Batch: f.Batch})
+	return nil
 }
 
 // open opens the reports database (migrating it unless MIGRATE_ON_START=false) and Redis, except
@@ -81,8 +103,9 @@ func reportStore(b *backend.Backend, log *slog.Logger) *store.Store {
 	return store.New(b.DB, b.Redis, log)
 }
 
-// collector is the collector of cfg over b, and the writer lock it collects under.
-func collector(cfg Config, b *backend.Backend, log *slog.Logger, now func() time.Time) (*collect.Collector, *lock.Lock, error) {
+// collector is the collector of cfg over b, its Discord client, and the writer lock it collects
+// under.
+func collector(cfg Config, b *backend.Backend, log *slog.Logger, now func() time.Time) (*collect.Collector, *discord.Client, *lock.Lock, error) {
 	c := cfg.Collector
 	if c.Token == "" {
 		log.Warn("DISCORD_TOKEN is empty: requests go without authorization (only a fake Discord accepts that)")
@@ -99,9 +122,9 @@ func collector(cfg Config, b *backend.Backend, log *slog.Logger, now func() time
 	})
 	lk, err := lock.New(b.DB, cfg.DatabaseURL, min(c.Interval, 5*time.Second), log)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return col, lk, nil
+	return col, client, lk, nil
 }
 
 // Handler is the collector's HTTP handler: /healthz, /readyz (pings the database) and /metrics.
@@ -126,6 +149,15 @@ func (a *App) Run(ctx context.Context) error {
 		"refresh_minutes", c.RefreshMinutes, "interval", c.Interval.String(), "redis", a.backend.Redis != nil)
 	liveDone := make(chan struct{})
 	if c.Gateway {
+		if a.reporter != nil {
+			// Run returns only after the reporter's last step, so before Close closes the database.
+			reporterDone := make(chan struct{})
+			go func() {
+				defer close(reporterDone)
+				a.reporter.Run(ctx, c.LiveFlushInterval)
+			}()
+			defer func() { cancel(); <-reporterDone }()
+		}
 		go func() {
 			defer close(liveDone)
 			lc, err := a.liveConfig()

@@ -373,17 +373,22 @@ func (s *Server) watchHeartbeats(gc *gwConn, interval time.Duration) {
 }
 
 func (s *Server) handle(ctx context.Context, gc *gwConn, p payload) *closeError {
+	// A heartbeat waits on nothing: neither the gateway's lock (held while a pump dispatches
+	// many messages) nor the write of its ACK, which a client that reads its dispatches slower
+	// than they come finds behind them. The heartbeats it keeps sending must still be read, or
+	// its session would time out (4009) although it beat.
+	if p.Op == opHeartbeat {
+		s.gw.heartbeats.Add(1)
+		gc.lastBeat.Store(time.Now().UnixNano())
+		if !s.gw.zombie.Load() {
+			go func() { _ = gc.send(ctx, map[string]any{"op": opHeartbeatACK, "d": nil, "s": nil, "t": nil}) }()
+		}
+		return nil
+	}
 	s.gw.mu.Lock()
 	authed := gc.sess != nil
 	s.gw.mu.Unlock()
 	switch p.Op {
-	case opHeartbeat:
-		s.gw.heartbeats.Add(1)
-		gc.lastBeat.Store(time.Now().UnixNano())
-		if !s.gw.zombie.Load() {
-			_ = gc.send(ctx, map[string]any{"op": opHeartbeatACK, "d": nil, "s": nil, "t": nil})
-		}
-		return nil
 	case opIdentify:
 		if authed {
 			return &closeError{4005, "Already authenticated"}

@@ -750,3 +750,30 @@ func TestGatewayCloseCodeEndsSession(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayHeartbeatsReadBehindABacklog: a client that reads its dispatches slower than they
+// come (its socket full) still has every heartbeat it sends read, so that its session does not
+// time out while it beats; the ACKs wait behind the backlog.
+func TestGatewayHeartbeatsReadBehindABacklog(t *testing.T) {
+	clock := &manualClock{t: time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC)}
+	const interval = 300 * time.Millisecond
+	s, srv := startFake(t, Options{Guilds: 2, MessageRate: 2000, Clock: clock.Now,
+		Gateway: GatewayOptions{HeartbeatInterval: interval, ResumeWindow: time.Hour}})
+	c, _, _ := connect(t, gatewayURL(t, srv))
+	const beats = 15 // five times the silence after which a session times out
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for i := range beats {
+			c.send(map[string]any{"op": opHeartbeat, "d": i + 1})
+			time.Sleep(interval)
+		}
+	}()
+	clock.Add(10 * time.Minute) // megabytes of MESSAGE_CREATE, more than the sockets buffer
+	s.Pump()
+	<-sent
+	waitHeartbeats(t, s, beats)
+	if st := s.GatewayStats(); st.Sessions != 1 || st.Open != 1 {
+		t.Fatalf("the session of a client that kept beating ended: %+v", st)
+	}
+}

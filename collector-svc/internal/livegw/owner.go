@@ -45,6 +45,8 @@ type Flushed struct {
 	// Flusher is the shard's: Fill adds a gap's search counts to its next flush, Coverage-related
 	// reads go through it.
 	Flusher *live.Flusher
+	// Batch is what the flush stored (the servers whose counts changed).
+	Batch *live.Batch
 }
 
 // AfterFlush is told of every successful flush of a held shard, after its transaction
@@ -315,7 +317,7 @@ func (o *owner) count(ctx context.Context, shard int, lk Locker) error {
 		if o.cfg.AfterFlush == nil {
 			return
 		}
-		if err := o.cfg.AfterFlush.Flushed(ctx, Flushed{Shard: shard, NumShards: o.bot.Shards, Checkpoint: b.Next, Flusher: fl}); err != nil {
+		if err := o.cfg.AfterFlush.Flushed(ctx, Flushed{Shard: shard, NumShards: o.bot.Shards, Checkpoint: b.Next, Flusher: fl, Batch: &b}); err != nil {
 			log.Warn("live counting: after the flush", "err", err)
 		}
 	}

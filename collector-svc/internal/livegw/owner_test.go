@@ -2,6 +2,7 @@ package livegw
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"path/filepath"
@@ -83,6 +84,8 @@ type rig struct {
 	t0    time.Time
 	h     *holders
 	db    *gorm.DB
+	// afterFlush, when set, is every replica's AfterFlush.
+	afterFlush AfterFlush
 }
 
 func newRig(t *testing.T, url string) *rig {
@@ -120,7 +123,7 @@ func (r *rig) replica(name string) (gdb *gorm.DB, stop func()) {
 				return &recordingLock{Lock: l, h: r.h, replica: name, shard: shard}, err
 			},
 			FlushInterval: 100 * time.Millisecond, LockRetry: 200 * time.Millisecond, IdentifyInterval: time.Millisecond,
-			Now: r.clock.Now,
+			Now: r.clock.Now, AfterFlush: r.afterFlush,
 		})
 	}()
 	var once sync.Once
@@ -299,6 +302,8 @@ func TestSQLiteOneProcessAllShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRig(t, url)
+	heard := &flushes{}
+	r.afterFlush = heard
 	_, stop := r.replica("only")
 	r.heldBy("only", 10*time.Second)
 	r.guildsCounted()
@@ -307,4 +312,47 @@ func TestSQLiteOneProcessAllShards(t *testing.T) {
 	if st := r.fake.GatewayStats(); st.Identifies != numShards {
 		t.Fatalf("%d identifies: %+v", st.Identifies, st)
 	}
+	// AfterFlush hears each stored flush with the batch it stored: the messages counted reach it.
+	if err := heard.check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// flushes records what AfterFlush is told.
+type flushes struct {
+	mu       sync.Mutex
+	messages int64
+	bad      string
+}
+
+func (f *flushes) Flushed(_ context.Context, fl Flushed) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case fl.Batch == nil:
+		f.bad = "a flush without its batch"
+	case fl.Batch.Next != fl.Checkpoint:
+		f.bad = fmt.Sprintf("batch checkpoint %+v, told %+v", fl.Batch.Next, fl.Checkpoint)
+	case fl.Shard < 0 || fl.Shard >= fl.NumShards || fl.Flusher == nil:
+		f.bad = fmt.Sprintf("shard %d of %d, flusher %v", fl.Shard, fl.NumShards, fl.Flusher != nil)
+	default:
+		for k, n := range fl.Batch.Counts {
+			if k.Channel == 0 {
+				f.messages += n
+			}
+		}
+	}
+	return nil
+}
+
+func (f *flushes) check() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.bad != "" {
+		return errors.New(f.bad)
+	}
+	if f.messages < 100 {
+		return fmt.Errorf("the batches told of held %d messages", f.messages)
+	}
+	return nil
 }
