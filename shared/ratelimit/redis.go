@@ -58,7 +58,8 @@ return {granted, tostring(wait)}
 // Measured on 2 shared CPUs: BenchmarkRedisAllowHotKey 45–65 µs a request with a script call
 // each, 2–4 µs with leases; `go run ./tools/bench/stats -cold 3` (a cached 3.6 KB answer, 8
 // clients of one address, stats-svc ÷ a bare net/http server) 37–44 % with a script call each,
-// 50–75 % with leases, 62 % with the in-process buckets alone (the machine's noise is ±15 %).
+// 50–75 % with leases (57 % and 67 % with the next lease taken ahead), 62 % with the in-process
+// buckets alone (the machine's noise is ±15 %).
 type Redis struct {
 	client   redis.UniversalClient
 	prefix   string // of the buckets' Redis keys: one per service and purpose
