@@ -1,9 +1,10 @@
 // Package ratelimit limits requests per key (an API key, a client address) with a token bucket: Burst tokens at most,
 // refilled at PerMinute/60 tokens a second, one token a request.
 //
-// With Redis the buckets live there (one atomic Lua script per request), so replicas agree; a
-// Redis that fails never fails a request: the limiter falls back to its in-process buckets until
-// Redis answers again.
+// With Redis the buckets live there, so replicas agree: a replica takes tokens from a key's
+// bucket in short leases (one atomic Lua script call a lease, one token for a sparse key, more
+// for a hot one) and serves requests from them. A Redis that fails never fails a request: the
+// limiter falls back to its in-process buckets until Redis answers again.
 package ratelimit
 
 import (
