@@ -57,103 +57,50 @@ func TestLeaseCap(t *testing.T) {
 	}
 }
 
-// Leases grow while a key spends them fast (the next one taken in the background while half of
-// the last is left), stay at one for a sparse key, and an expired lease's tokens are dropped. The
-// refill is one token in 100 s, so Redis's bucket only changes by what the leases take: each step
-// checks what its request took from Redis, once any lease taken in the background has arrived.
+// Leases grow while a key spends them fast, stay at one for a sparse key, and an expired lease's
+// tokens are dropped: what Redis gave is what the replica may serve, never more. The refill is
+// one token in 100 s, so Redis's bucket only changes by what the leases take.
 func TestLeaseSizes(t *testing.T) {
 	cfg := Config{PerMinute: 1, Burst: 100} // leases of 25 at most
-	type step struct {
-		gap   time.Duration // the fake clock moves by it before the request
-		taken int           // tokens the request (and the lease it started) took from Redis
-	}
-	steps := func(n int, gap time.Duration, taken int) []step {
-		s := make([]step, n)
-		for i := range s {
-			s[i] = step{gap, taken}
-		}
-		return s
-	}
-	// a hot key: 1, 2, then 4 (the sync path), 8 taken ahead when 2 of the 4 are left, 16 when
-	// 4 of the 10 are left
-	hot := []step{{0, 1}, {0, 2}, {0, 0}, {0, 4}, {0, 8}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 16}}
 	for _, tc := range []struct {
-		name  string
-		steps []step
+		name string
+		// gaps between the requests (all allowed); the fake clock moves by each before its request
+		gaps []time.Duration
+		// taken is how many tokens Redis gave away in all, after the requests
+		taken int
 	}{
-		{name: "one request", steps: steps(1, 0, 1)},
-		{name: "sparse requests take leases of one", steps: steps(10, leaseLife, 1)},
-		{name: "requests further apart than half a life stay at one", steps: steps(6, leaseLife/2+time.Millisecond, 1)},
-		{name: "a hot key doubles", steps: hot},
-		// the 10 tokens left of the hot key's leases are dropped: the next request takes a lease
-		// of one, and the one after it, quick, two
-		{name: "an expired lease is dropped", steps: append(append([]step{}, hot[:5]...), step{leaseLife, 1}, step{0, 2})},
-		{name: "a hot key is served from leases taken ahead", steps: append(append([]step{}, hot...), steps(7, 0, 0)...)},
+		{name: "one request", gaps: []time.Duration{0}, taken: 1},
+		{name: "sparse requests take leases of one", gaps: repeat(10, leaseLife), taken: 10},
+		{name: "requests further apart than half a life stay at one", gaps: repeat(6, leaseLife/2+time.Millisecond), taken: 6},
+		// 1, 2, 4, 8, 16, 25, 25: 81 tokens taken serve 81 requests
+		{name: "a hot key doubles up to the cap", gaps: repeat(81, 0), taken: 81},
+		// 1 + 2 + 4: the 7th request opened a lease of 4 and used one of it; the 3 left are
+		// dropped when it expires, and the next request takes a lease of one
+		{name: "an expired lease is dropped", gaps: append(repeat(5, 0), 0, leaseLife, 0), taken: 1 + 2 + 4 + 1 + 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := testutil.NewClock(time.Unix(1_800_000_000, 0))
 			r := leaseLimiter(t, cfg, clk)
 			key := fmt.Sprintf("sizes-%d", time.Now().UnixNano())
-			taken := 0
-			for i, st := range tc.steps {
-				clk.Add(st.gap)
+			for i, gap := range tc.gaps {
+				clk.Add(gap)
 				if d := r.Allow(context.Background(), key); !d.Allowed {
 					t.Fatalf("request %d refused: %+v", i+1, d)
 				}
-				settle(r)
-				taken += st.taken
-				if got := float64(cfg.Burst) - redisTokens(t, key, cfg.Burst); got < float64(taken)-0.1 || got > float64(taken) {
-					t.Fatalf("after request %d Redis gave %.2f tokens, want %d", i+1, got, taken)
-				}
+			}
+			if got := float64(cfg.Burst) - redisTokens(t, key, cfg.Burst); got < float64(tc.taken)-0.1 || got > float64(tc.taken) {
+				t.Fatalf("Redis gave %.2f tokens, want %d", got, tc.taken)
 			}
 		})
 	}
 }
 
-// A hot key's leases stop growing at the cap, and what Redis gave is what was served plus what the
-// replica still holds: leases only move tokens.
-func TestLeaseCapAndConservation(t *testing.T) {
-	clk := testutil.NewClock(time.Unix(1_800_000_000, 0))
-	cfg := Config{PerMinute: 1, Burst: 1000} // leases of 32 at most
-	r := leaseLimiter(t, cfg, clk)
-	key := fmt.Sprintf("cap-%d", time.Now().UnixNano())
-	before := 0.0
-	for i := range 500 {
-		if i%50 == 0 {
-			clk.Add(10 * time.Millisecond)
-		}
-		if d := r.Allow(context.Background(), key); !d.Allowed {
-			t.Fatalf("request %d refused: %+v", i+1, d)
-		}
-		settle(r)
-		gave := float64(cfg.Burst) - redisTokens(t, key, cfg.Burst)
-		if gave-before > float64(maxLease)+0.1 {
-			t.Fatalf("request %d took a lease of %.0f; the cap is %d", i+1, gave-before, maxLease)
-		}
-		before = gave
-		r.mu.Lock()
-		left := r.leases[key].left
-		r.mu.Unlock()
-		if served := float64(i + 1 + left); gave < served-0.1 || gave > served+0.1 {
-			t.Fatalf("after request %d Redis gave %.2f tokens; served %d and held %d", i+1, gave, i+1, left)
-		}
+func repeat(n int, d time.Duration) []time.Duration {
+	s := make([]time.Duration, n)
+	for i := range s {
+		s[i] = d
 	}
-}
-
-// settle waits until no lease is being taken in the background.
-func settle(r *Redis) {
-	for {
-		r.mu.Lock()
-		busy := false
-		for _, l := range r.leases {
-			busy = busy || l.fetching != nil
-		}
-		r.mu.Unlock()
-		if !busy {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
+	return s
 }
 
 // A refusal carries Redis's wait, and the key's next requests are refused with the rest of it

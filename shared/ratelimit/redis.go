@@ -54,12 +54,10 @@ return {granted, tostring(wait)}
 // one bucket in Redis holds. A lease is one token for a key that asks now and then, and doubles
 // (up to maxLease, and a quarter of the burst) only while the key spends each lease within half
 // its life: a client sending at or under its rate takes tokens as it spends them and loses none.
-// A hot key's next lease is taken in the background while half of the current one is left.
 // Measured on 2 shared CPUs: BenchmarkRedisAllowHotKey 45–65 µs a request with a script call
-// each, 2–4 µs with leases; `go run ./tools/bench/stats -cold 3` (a cached 3.6 KB answer, 8
+// each, 2–5 µs with leases; `go run ./tools/bench/stats -cold 3` (a cached 3.6 KB answer, 8
 // clients of one address, stats-svc ÷ a bare net/http server) 37–44 % with a script call each,
-// 50–75 % with leases (57 % and 67 % with the next lease taken ahead), 62 % with the in-process
-// buckets alone (the machine's noise is ±15 %).
+// 50–75 % with leases, 62 % with the in-process buckets alone (the machine's noise is ±15 %).
 type Redis struct {
 	client   redis.UniversalClient
 	prefix   string // of the buckets' Redis keys: one per service and purpose
@@ -149,10 +147,6 @@ func (r *Redis) Allow(ctx context.Context, key string) Decision {
 		l := r.leases[key]
 		if l != nil && now.Before(l.expires) && l.left > 0 {
 			l.left--
-			if l.fetching == nil && l.size >= 4 && l.left <= l.size/2 && now.Sub(l.granted) <= leaseLife/8 &&
-				time.Now().UnixNano() >= r.skipUntil.Load() {
-				r.renew(key, l, min(2*l.size, r.maxLease))
-			}
 			r.mu.Unlock()
 			return Decision{Allowed: true}
 		}
@@ -206,37 +200,6 @@ func (r *Redis) Allow(ctx context.Context, key string) Decision {
 		r.mu.Unlock()
 		return Decision{Allowed: true}
 	}
-}
-
-// renew takes the next lease of a hot key in the background while half of the current one is
-// left, so that its requests do not stop for a round trip to Redis each time a lease runs out. A
-// key is hot when it spent half a lease within an eighth of a life: it spends the rest and the
-// next, twice as large, well within the next life, and drops no token while it keeps its pace.
-// The new tokens join the lease and its life starts again. Called with r.mu held.
-func (r *Redis) renew(key string, l *lease, want int) {
-	done := make(chan struct{})
-	l.fetching = done
-	go func() {
-		granted, wait, err := r.take(context.Background(), key, want)
-		now := r.now()
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		l.fetching = nil
-		close(done)
-		switch {
-		case err != nil:
-			r.skipUntil.Store(time.Now().Add(redisBackoff).UnixNano())
-			r.warn(err)
-		case granted == 0:
-			l.refusedUntil = now.Add(wait)
-		default:
-			if !now.Before(l.expires) {
-				l.left = 0 // an expired lease's tokens are dropped, never served
-			}
-			l.left += granted
-			l.size, l.granted, l.expires = granted, now, now.Add(leaseLife)
-		}
-	}()
 }
 
 // take asks Redis for up to want tokens of key's bucket: the tokens granted, or none and the wait
