@@ -219,6 +219,8 @@ func (h heldSweeper) SweepRetries(context.Context, int64, int) (int64, error) {
 	return 0, nil
 }
 
+func (h heldSweeper) SweepAttachmentKeys(context.Context, int64, int) (int64, error) { return 0, nil }
+
 // TestStartSweepStops: stop ends the sweep's goroutine and returns only once it has, so that
 // serve closes no database under a running sweep.
 func TestStartSweepStops(t *testing.T) {

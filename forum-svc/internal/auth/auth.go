@@ -30,10 +30,14 @@ const (
 const (
 	ScopeConversationRead  = "conversation:read"
 	ScopeConversationWrite = "conversation:write"
+	// The attachments of conversation messages: read (list, show, download), write (keys,
+	// uploads, deletion).
+	ScopeAttachmentRead  = "attachment:read"
+	ScopeAttachmentWrite = "attachment:write"
 )
 
 // KnownScopes lists every scope a key may carry.
-var KnownScopes = []string{ScopeConversationRead, ScopeConversationWrite}
+var KnownScopes = []string{ScopeConversationRead, ScopeConversationWrite, ScopeAttachmentRead, ScopeAttachmentWrite}
 
 // Key types.
 const (

@@ -53,6 +53,7 @@ type NewReply struct {
 	UserID         int64
 	Message        string
 	Date           int64
+	AttachmentKey  string // "": none
 }
 
 // MessageEdit is a new text for a message.
@@ -62,6 +63,8 @@ type MessageEdit struct {
 	Text      string
 	Date      int64 // now, Unix seconds (set by the Service)
 	TimeLimit int64 // editOwnMessageTimeLimit, in minutes; 0: none
+	// AttachmentKey names uploads to attach to the message ("": none).
+	AttachmentKey string
 }
 
 // EditTarget is what the rules of editing look at: the message's author and date, and whether its
@@ -210,6 +213,9 @@ func (s *Service) Start(ctx context.Context, userID int64, f Fields, retry *Retr
 	if err != nil {
 		return Answer{}, s.withUnknown(ctx, rs, err)
 	}
+	if c.AttachmentKey, err = ParseAttachmentKey(f); err != nil {
+		return Answer{}, err
+	}
 	c.Date = s.now().Unix()
 	retry.stamp(c.Date)
 	a, err := s.store.StartConversation(ctx, c, retry, func(row ConversationRow) ([]byte, error) {
@@ -244,7 +250,11 @@ func (s *Service) Reply(ctx context.Context, userID int64, f Fields, retry *Retr
 	if err != nil {
 		return Answer{}, err
 	}
-	r := NewReply{ConversationID: id, UserID: userID, Message: text, Date: s.now().Unix()}
+	key, err := ParseAttachmentKey(f)
+	if err != nil {
+		return Answer{}, err
+	}
+	r := NewReply{ConversationID: id, UserID: userID, Message: text, Date: s.now().Unix(), AttachmentKey: key}
 	retry.stamp(r.Date)
 	return s.store.Reply(ctx, r, retry, func(m MessageRow, c ConversationRow) ([]byte, error) {
 		return render(withConversation(m, c))
@@ -261,7 +271,12 @@ func (s *Service) Edit(ctx context.Context, userID, messageID int64, f Fields) (
 	if err != nil {
 		return Message{}, err
 	}
-	e := MessageEdit{MessageID: messageID, UserID: userID, Text: text, Date: s.now().Unix(), TimeLimit: opts.EditOwnMessageTimeLimit}
+	key, err := ParseAttachmentKey(f)
+	if err != nil {
+		return Message{}, err
+	}
+	e := MessageEdit{MessageID: messageID, UserID: userID, Text: text, Date: s.now().Unix(),
+		TimeLimit: opts.EditOwnMessageTimeLimit, AttachmentKey: key}
 	m, c, err := s.store.EditMessage(ctx, e)
 	if err != nil {
 		return Message{}, err
