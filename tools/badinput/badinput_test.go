@@ -39,7 +39,9 @@ var documented = map[Envelope]map[string]int{
 		// The conversations API's error table.
 		"required_input_missing": 400, "invalid_recipients": 400, "too_many_recipients": 400, "too_many_fields": 400,
 		"title_too_long": 400, "message_too_long": 400, "invalid_input": 400, "no_permission": 403,
-		"conversation_closed": 403, "invalid_idempotency_key": 400},
+		"conversation_closed": 403, "invalid_idempotency_key": 400,
+		// The attachment key a write names.
+		"invalid_attachment_key": 400},
 }
 
 func corpora() []Corpus {
