@@ -40,10 +40,43 @@ const (
 	MaxMaxPerMessage     = 100
 )
 
-// AllowedExtensions are the file name extensions an upload may have, lowercase: common images,
-// plain text, PDF and ZIP, the list a XenForo forum allows out of the box. A file is never served
-// as anything but an image or a download (ServeAs), whatever its extension.
-var AllowedExtensions = []string{"gif", "jpe", "jpeg", "jpg", "pdf", "png", "txt", "webp", "zip"}
+// DefaultExtensions are the file name extensions an upload may have unless the forum option
+// attachmentExtensions says otherwise: common images, plain text, PDF and ZIP, the list a XenForo
+// forum allows out of the box. A file is never served as anything but an image or a download
+// (ServeAs), whatever its extension.
+var DefaultExtensions = []string{"gif", "jpe", "jpeg", "jpg", "pdf", "png", "txt", "webp", "zip"}
+
+// Bounds of the attachmentExtensions option.
+const (
+	MaxExtensions      = 100
+	MaxExtensionLength = 16
+)
+
+// ParseExtensions reads the attachmentExtensions option: 1 to MaxExtensions extensions separated
+// by white space or commas, each 1 to MaxExtensionLength lowercase ASCII letters or digits
+// (a leading dot and upper case are dropped), none twice. It returns them sorted.
+func ParseExtensions(s string) ([]string, error) {
+	fields := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
+	if len(fields) == 0 || len(fields) > MaxExtensions {
+		return nil, fmt.Errorf("attachmentExtensions: give 1 to %d extensions", MaxExtensions)
+	}
+	out := make([]string, 0, len(fields))
+	for _, f := range fields {
+		f = strings.TrimPrefix(f, ".")
+		ok := f != "" && len(f) <= MaxExtensionLength && !strings.ContainsFunc(f, func(r rune) bool {
+			return (r < 'a' || r > 'z') && (r < '0' || r > '9')
+		})
+		if !ok {
+			return nil, fmt.Errorf("attachmentExtensions: %q is not 1 to %d letters or digits", f, MaxExtensionLength)
+		}
+		if slices.Contains(out, f) {
+			return nil, fmt.Errorf("attachmentExtensions: %q appears twice", f)
+		}
+		out = append(out, f)
+	}
+	slices.Sort(out)
+	return out, nil
+}
 
 // MaxFilenameLength bounds a file name, in bytes.
 const MaxFilenameLength = 255
@@ -72,7 +105,7 @@ type TooLargeError struct{ Max int64 }
 
 func (e *TooLargeError) Error() string { return fmt.Sprintf("a file is at most %d bytes", e.Max) }
 
-// ExtensionError: a file name whose extension is none of AllowedExtensions.
+// ExtensionError: a file name whose extension is none of the forum's attachmentExtensions.
 type ExtensionError struct{ Allowed []string }
 
 func (e *ExtensionError) Error() string {
@@ -83,6 +116,7 @@ func (e *ExtensionError) Error() string {
 type Limits struct {
 	MaxFileSize   int64 // bytes
 	MaxPerMessage int64
+	Extensions    []string // allowed, lowercase, sorted
 }
 
 // Attachment is the Attachment object as the API shows it.
@@ -138,8 +172,8 @@ func NewKeyValue() (string, error) {
 
 // CheckFilename reads an upload's file name: its last path element, valid UTF-8 without control
 // characters, at most MaxFilenameLength bytes (else *conversation.InvalidInputError), with one of
-// AllowedExtensions, in any case (else *ExtensionError).
-func CheckFilename(name string) (string, error) {
+// the allowed extensions, in any case (else *ExtensionError).
+func CheckFilename(name string, allowed []string) (string, error) {
 	name = path.Base(strings.ReplaceAll(name, `\`, "/"))
 	bad := name == "" || name == "." || name == "/" || len(name) > MaxFilenameLength || !utf8.ValidString(name) ||
 		strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f })
@@ -147,8 +181,8 @@ func CheckFilename(name string) (string, error) {
 		return "", &conversation.InvalidInputError{Field: FieldAttachment}
 	}
 	ext := strings.ToLower(strings.TrimPrefix(path.Ext(name), "."))
-	if !slices.Contains(AllowedExtensions, ext) {
-		return "", &ExtensionError{Allowed: AllowedExtensions}
+	if !slices.Contains(allowed, ext) {
+		return "", &ExtensionError{Allowed: allowed}
 	}
 	return name, nil
 }

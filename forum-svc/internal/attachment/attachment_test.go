@@ -38,7 +38,7 @@ func TestCheckFilename(t *testing.T) {
 		{strings.Repeat("a", 252) + ".png", "", "input"},
 		{strings.Repeat("a", 251) + ".png", strings.Repeat("a", 251) + ".png", ""},
 	} {
-		got, err := CheckFilename(tc.in)
+		got, err := CheckFilename(tc.in, DefaultExtensions)
 		var ext *ExtensionError
 		var input *conversation.InvalidInputError
 		switch {
@@ -52,12 +52,44 @@ func TestCheckFilename(t *testing.T) {
 	}
 }
 
+func TestParseExtensions(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want string // "": refused
+	}{
+		{"png jpg", "jpg png"},
+		{" .PNG,  jpg\tmp4 ", "jpg mp4 png"},
+		{"gif jpe jpeg jpg pdf png txt webp zip", "gif jpe jpeg jpg pdf png txt webp zip"},
+		{"", ""},
+		{" , ", ""},
+		{"png png", ""},
+		{"png PNG", ""},
+		{"p-g", ""},
+		{"tar.gz", ""},
+		{strings.Repeat("a", 17), ""},
+		{strings.Repeat("a", 16), strings.Repeat("a", 16)},
+		{strings.TrimSpace(strings.Repeat("x ", 101)), ""},
+		{"é", ""},
+	} {
+		got, err := ParseExtensions(tc.in)
+		if tc.want == "" {
+			if err == nil {
+				t.Errorf("ParseExtensions(%q) = %v; want a refusal", tc.in, got)
+			}
+			continue
+		}
+		if err != nil || strings.Join(got, " ") != tc.want {
+			t.Errorf("ParseExtensions(%q) = %v, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+}
+
 func FuzzCheckFilename(f *testing.F) {
 	for _, s := range []string{"a.png", "a.PnG", `x\y.zip`, "../a.txt", "\x00.png", "a.exe"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		got, err := CheckFilename(name)
+		got, err := CheckFilename(name, DefaultExtensions)
 		if err != nil {
 			return
 		}

@@ -109,11 +109,11 @@ func (s *Service) List(ctx context.Context, userID int64, key string) ([]Attachm
 // against attachmentMaxPerMessage; a file longer than attachmentMaxFileSize is refused when its
 // bytes pass the limit, and what was written of it is deleted, as it is for any other failure.
 func (s *Service) Upload(ctx context.Context, k Key, filename string, r io.Reader) (Attachment, error) {
-	name, err := CheckFilename(filename)
+	limits, err := s.store.Limits(ctx)
 	if err != nil {
 		return Attachment{}, err
 	}
-	limits, err := s.store.Limits(ctx)
+	name, err := CheckFilename(filename, limits.Extensions)
 	if err != nil {
 		return Attachment{}, err
 	}

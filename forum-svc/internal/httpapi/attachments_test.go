@@ -311,6 +311,12 @@ func TestAttachmentLimits(t *testing.T) {
 	attachmentID(t, send(attAlice, "a.txt", 1000))
 	attachmentID(t, send(attAlice, "B.PNG", 0))
 	wantError(t, send(attAlice, "c.txt", 1), http.StatusBadRequest, "you_may_only_attach_x_files", map[string]any{"max": 2})
+	// The extensions are an option too.
+	if _, err := store.SetAttachmentExtensions(ctx, e.gdb, "TXT .png"); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, send(attAlice, "a.pdf", 10), http.StatusBadRequest, "uploaded_file_does_not_have_an_allowed_extension",
+		map[string]any{"allowed": []any{"png", "txt"}})
 	// Nothing of the refused files stays.
 	var rows int64
 	e.gdb.Raw(`SELECT COUNT(*) FROM attachments`).Scan(&rows)

@@ -33,6 +33,8 @@ type Options struct {
 	// AttachmentMaxFileSize is in bytes.
 	AttachmentMaxFileSize   *int64 `json:"attachmentMaxFileSize"`
 	AttachmentMaxPerMessage *int64 `json:"attachmentMaxPerMessage"`
+	// AttachmentExtensions are the extensions an upload may have (attachment.ParseExtensions).
+	AttachmentExtensions *string `json:"attachmentExtensions"`
 }
 
 // set returns the options the file sets, with their values.

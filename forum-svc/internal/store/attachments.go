@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -26,12 +27,17 @@ func (s *Store) Limits(ctx context.Context) (attachment.Limits, error) {
 }
 
 func limitsOn(q *gorm.DB) (attachment.Limits, error) {
-	var l attachment.Limits
-	err := q.Raw(`SELECT attachment_max_file_size, attachment_max_per_message FROM forum_options`).Row().
-		Scan(&l.MaxFileSize, &l.MaxPerMessage)
+	var (
+		l    attachment.Limits
+		exts string
+	)
+	err := q.Raw(`SELECT attachment_max_file_size, attachment_max_per_message, attachment_extensions FROM forum_options`).Row().
+		Scan(&l.MaxFileSize, &l.MaxPerMessage, &exts)
 	if err != nil {
 		return l, fmt.Errorf("read attachment options: %w", err)
 	}
+	// Stored as SetAttachmentExtensions wrote it: read back as such.
+	l.Extensions = strings.Fields(exts)
 	return l, nil
 }
 
@@ -290,4 +296,19 @@ func (s *Store) SweepAttachmentKeys(ctx context.Context, now int64, batch int) (
 			return total, nil
 		}
 	}
+}
+
+// OptionAttachmentExtensions is the name of the list of extensions an upload may have
+// (`options set attachmentExtensions "png jpg pdf"`, a seed file's `options`), the one option
+// that is not a number.
+const OptionAttachmentExtensions = "attachmentExtensions"
+
+// SetAttachmentExtensions stores the list of extensions, as attachment.ParseExtensions reads it.
+func SetAttachmentExtensions(ctx context.Context, tx *gorm.DB, value string) ([]string, error) {
+	exts, err := attachment.ParseExtensions(value)
+	if err != nil {
+		return nil, err
+	}
+	err = tx.WithContext(ctx).Exec(`UPDATE forum_options SET attachment_extensions = ? WHERE id = 1`, strings.Join(exts, " ")).Error
+	return exts, err
 }

@@ -52,8 +52,10 @@ CREATE TABLE attachment_thumbnails (
     bytes         BYTEA   NOT NULL
 );
 
--- Limits of uploads: bytes per file, files per message.
+-- Limits of uploads: bytes per file, files per message, and the file name extensions allowed
+-- (lowercase, separated by single spaces; the service checks their shape when it sets them).
 ALTER TABLE forum_options ADD COLUMN attachment_max_file_size BIGINT NOT NULL DEFAULT 10485760
     CHECK (attachment_max_file_size BETWEEN 1 AND 104857600);
 ALTER TABLE forum_options ADD COLUMN attachment_max_per_message INTEGER NOT NULL DEFAULT 10
     CHECK (attachment_max_per_message BETWEEN 1 AND 100);
+ALTER TABLE forum_options ADD COLUMN attachment_extensions TEXT NOT NULL DEFAULT 'gif jpe jpeg jpg pdf png txt webp zip';
