@@ -23,6 +23,10 @@ type Service struct {
 	// of the pool's connections write chunks, so that uploads neither grow the heap with their
 	// number nor take every connection from the other requests.
 	writers chan struct{}
+	// thumbnailing holds a slot per thumbnail being made: decoding an image takes up to 4 bytes a
+	// pixel (64 MB at MaxThumbnailPixels), so the first requests of many large images at once
+	// decode one after the other instead of all together.
+	thumbnailing chan struct{}
 }
 
 // ChunkWriters is how many chunks the process writes at once.
@@ -33,7 +37,7 @@ func NewService(store Store, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{store: store, now: now, writers: make(chan struct{}, ChunkWriters)}
+	return &Service{store: store, now: now, writers: make(chan struct{}, ChunkWriters), thumbnailing: make(chan struct{}, 1)}
 }
 
 // Limits returns the forum options of uploads (the upload routes' body limit depends on them).
@@ -245,6 +249,16 @@ func (s *Service) Thumbnail(ctx context.Context, userID, id int64) (mimeType str
 	}
 	mimeType, b, found, err := s.store.Thumbnail(ctx, id)
 	if err != nil || found {
+		return mimeType, b, err
+	}
+	select {
+	case s.thumbnailing <- struct{}{}:
+	case <-ctx.Done():
+		return "", nil, ctx.Err()
+	}
+	defer func() { <-s.thumbnailing }()
+	// Another request may have made it while this one waited.
+	if mimeType, b, found, err = s.store.Thumbnail(ctx, id); err != nil || found {
 		return mimeType, b, err
 	}
 	mimeType, b, err = MakeThumbnail(NewChunkReader(ctx, s.store, id, r.FileSize))

@@ -241,7 +241,11 @@ func (a *api) attachmentData(c echo.Context) error {
 	contentType, disposition := attachment.ServeAs(row.MimeType)
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, contentType)
-	h.Set(echo.HeaderContentDisposition, mime.FormatMediaType(disposition, map[string]string{"filename": row.Filename}))
+	// A name FormatMediaType cannot write (it writes any UTF-8 one, RFC 2231) goes unnamed.
+	if cd := mime.FormatMediaType(disposition, map[string]string{"filename": row.Filename}); cd != "" {
+		disposition = cd
+	}
+	h.Set(echo.HeaderContentDisposition, disposition)
 	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
 	h.Set("ETag", strconv.Quote(row.FileHash))
 	http.ServeContent(c.Response(), c.Request(), "", time.Time{}, rs)
