@@ -25,7 +25,8 @@ func (s *App) sweepRetries(ctx context.Context, interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		n, err := s.retries.SweepRetries(ctx, s.now().Unix(), store.RetrySweepBatch)
+		now := s.now().Unix()
+		n, err := s.retries.SweepRetries(ctx, now, store.RetrySweepBatch)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			s.log.Warn("sweep of expired Idempotency-Key answers failed", "err", err, "deleted", n)
@@ -33,7 +34,7 @@ func (s *App) sweepRetries(ctx context.Context, interval time.Duration) {
 			s.log.Info("swept expired Idempotency-Key answers", "deleted", n)
 		}
 		// Uploads wait as long as answers are replayed: the sweep of both runs together.
-		n, err = s.retries.SweepAttachmentKeys(ctx, s.now().Unix(), store.AttachmentKeySweepBatch)
+		n, err = s.retries.SweepAttachmentKeys(ctx, now, store.AttachmentKeySweepBatch)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			s.log.Warn("sweep of expired attachment keys failed", "err", err, "deleted", n)
