@@ -248,7 +248,10 @@ type Store interface {
 
 // Blobs is where a file's bytes are written and read, a chunk at a time.
 type Blobs interface {
-	// CreateAttachment stores a's row, not complete (shown to nobody), and returns its id.
+	// CreateAttachment stores a's row, not complete (shown to nobody), and returns its id, unless
+	// its key holds a.MaxPerKey files already, those being uploaded included
+	// (*conversation.TooManyAttachmentsError): judged with the key locked, so that concurrent
+	// uploads under one key never pass the limit together.
 	CreateAttachment(ctx context.Context, a NewAttachment) (int64, error)
 	// WriteChunk stores chunk seq (from 0) of the file.
 	WriteChunk(ctx context.Context, id, seq int64, b []byte) error
@@ -262,10 +265,11 @@ type Blobs interface {
 
 // NewAttachment is the row of an upload that starts.
 type NewAttachment struct {
-	Key      string
-	UserID   int64
-	Filename string
-	Date     int64
+	Key       string
+	UserID    int64
+	Filename  string
+	Date      int64
+	MaxPerKey int64 // attachmentMaxPerMessage
 }
 
 // Finished is what an upload's bytes turned out to be.

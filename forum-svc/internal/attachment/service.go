@@ -110,7 +110,7 @@ func (s *Service) List(ctx context.Context, userID int64, key string) ([]Attachm
 
 // Upload stores the file read from r under k (a key the user owns, from OwnKey), a chunk at a
 // time. The file name is checked first (CheckFilename), then the number of the key's files
-// against attachmentMaxPerMessage; a file longer than attachmentMaxFileSize is refused when its
+// against attachmentMaxPerMessage (by the store, atomically); a file longer than attachmentMaxFileSize is refused when its
 // bytes pass the limit, and what was written of it is deleted, as it is for any other failure.
 func (s *Service) Upload(ctx context.Context, k Key, filename string, r io.Reader) (Attachment, error) {
 	limits, err := s.store.Limits(ctx)
@@ -121,15 +121,9 @@ func (s *Service) Upload(ctx context.Context, k Key, filename string, r io.Reade
 	if err != nil {
 		return Attachment{}, err
 	}
-	held, err := s.store.KeyAttachments(ctx, k.Key)
-	if err != nil {
-		return Attachment{}, err
-	}
-	if int64(len(held)) >= limits.MaxPerMessage {
-		return Attachment{}, &conversation.TooManyAttachmentsError{Max: limits.MaxPerMessage}
-	}
 	row := Row{UserID: k.UserID, Filename: name, AttachDate: s.now().Unix()}
-	id, err := s.store.CreateAttachment(ctx, NewAttachment{Key: k.Key, UserID: k.UserID, Filename: name, Date: row.AttachDate})
+	id, err := s.store.CreateAttachment(ctx, NewAttachment{Key: k.Key, UserID: k.UserID, Filename: name, Date: row.AttachDate,
+		MaxPerKey: limits.MaxPerMessage})
 	if err != nil {
 		return Attachment{}, err
 	}

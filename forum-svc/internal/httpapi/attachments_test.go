@@ -323,6 +323,19 @@ func TestAttachmentLimits(t *testing.T) {
 	if rows != 2 {
 		t.Fatalf("%d attachment rows; want 2", rows)
 	}
+	// Concurrent uploads under one key never pass the limit together.
+	kc := e.newKey(attAlice, 0)
+	statuses := make([]int, 6)
+	var racing sync.WaitGroup
+	for i := range statuses {
+		racing.Go(func() {
+			statuses[i] = e.upload("/api/attachments", attAlice, [][2]string{{"key", kc}}, "r.txt", strings.NewReader("r")).status
+		})
+	}
+	racing.Wait()
+	if ok := strings.Count(fmt.Sprint(statuses), "200"); ok != 2 {
+		t.Fatalf("concurrent uploads answered %v; want two 200s", statuses)
+	}
 	// A body longer than the file limit and its overhead is refused from its length.
 	big := request(http.MethodPost, "/api/attachments", "multipart/form-data; boundary=x", strings.Repeat("a", 1000+64<<10+1), key(attAlice))
 	wantError(t, e.serve(big), http.StatusRequestEntityTooLarge, "request_entity_too_large", nil)

@@ -153,10 +153,31 @@ func (s *Store) SaveThumbnail(ctx context.Context, id int64, mimeType string, b 
 ON CONFLICT (attachment_id) DO NOTHING`, id, mimeType, b).Error
 }
 
-// CreateAttachment implements attachment.Blobs.
+// CreateAttachment implements attachment.Blobs. The key's row is locked first (FOR UPDATE on
+// PostgreSQL; SQLite runs one writer at a time), so the count and the insert are one step for
+// every upload under the key.
 func (s *Store) CreateAttachment(ctx context.Context, a attachment.NewAttachment) (id int64, err error) {
-	err = s.db.WithContext(ctx).Raw(`INSERT INTO attachments (attachment_key, user_id, filename, file_size, file_hash, mime_type, attach_date)
+	err = s.tx(ctx, func(tx *gorm.DB) error {
+		lock := `SELECT 1 FROM attachment_keys WHERE attachment_key = ?`
+		if s.dialect.Name == db.Postgres.Name {
+			lock += ` FOR UPDATE`
+		}
+		var one int
+		if err := tx.Raw(lock, a.Key).Row().Scan(&one); errors.Is(err, sql.ErrNoRows) {
+			return conversation.ErrAttachmentKeyNotFound // swept since it was read
+		} else if err != nil {
+			return err
+		}
+		var held int64
+		if err := tx.Raw(`SELECT COUNT(*) FROM attachments WHERE attachment_key = ?`, a.Key).Row().Scan(&held); err != nil {
+			return err
+		}
+		if held >= a.MaxPerKey {
+			return &conversation.TooManyAttachmentsError{Max: a.MaxPerKey}
+		}
+		return tx.Raw(`INSERT INTO attachments (attachment_key, user_id, filename, file_size, file_hash, mime_type, attach_date)
 VALUES (?, ?, ?, 0, '', '', ?) RETURNING attachment_id`, a.Key, a.UserID, a.Filename, a.Date).Row().Scan(&id)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("insert attachment: %w", err)
 	}
