@@ -20,6 +20,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"forumstats.local/forum-svc/internal/attachment"
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/conversation"
 	"forumstats.local/shared/db"
@@ -330,6 +331,10 @@ var ForumOptions = []Option{
 	{"messageMaxLength", "message_max_length", 1, conversation.MaxMessageLength},
 	// Minutes after its date within which an author may edit their message; 0: no limit.
 	{"editOwnMessageTimeLimit", "edit_own_message_time_limit", 0, conversation.MaxEditOwnMessageTimeLimit},
+	// Bytes an uploaded file may have; the upload routes' body limit follows it.
+	{"attachmentMaxFileSize", "attachment_max_file_size", 1, attachment.MaxMaxFileSize},
+	// Files a message may hold (and a key may hold before they are attached).
+	{"attachmentMaxPerMessage", "attachment_max_per_message", 1, attachment.MaxMaxPerMessage},
 }
 
 // LookupOption finds an option by name.
