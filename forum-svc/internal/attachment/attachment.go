@@ -119,21 +119,9 @@ type Limits struct {
 	Extensions    []string // allowed, lowercase, sorted
 }
 
-// Attachment is the Attachment object as the API shows it.
-type Attachment struct {
-	AttachmentID int64  `json:"attachment_id"`
-	ContentType  string `json:"content_type"`
-	ContentID    int64  `json:"content_id"` // the message; 0 until attached
-	AttachDate   int64  `json:"attach_date"`
-	Filename     string `json:"filename"`
-	FileSize     int64  `json:"file_size"`
-	Width        int64  `json:"width"`
-	Height       int64  `json:"height"`
-	ThumbnailURL string `json:"thumbnail_url"` // "" unless the file is an image
-	DirectURL    string `json:"direct_url"`
-	IsVideo      bool   `json:"is_video"`
-	IsAudio      bool   `json:"is_audio"`
-}
+// Attachment is the Attachment object as the API shows it; conversation declares it, since the
+// message objects list it.
+type Attachment = conversation.Attachment
 
 // Row is an attachment as stored (complete ones only are ever read).
 type Row struct {

@@ -489,3 +489,61 @@ func TestUploadMemory(t *testing.T) {
 		t.Fatalf("eight 10 MiB uploads grew the heap by %.2f MiB; want < 8", float64(grew)/(1<<20))
 	}
 }
+
+// A message's attach_count is kept with it: attaching adds the key's files, deleting an attached
+// file takes one away, and the kept count always equals the files the message has, which the
+// message, its page and the write answers list.
+func TestAttachCountFollowsTheFiles(t *testing.T) {
+	dialects(t, func(t *testing.T, e *env) {
+		attachmentKeys(t, e)
+		keyWith := func(names ...string) string {
+			k := e.newKey(attAlice, 10)
+			for _, n := range names {
+				attachmentID(t, e.upload("/api/attachments", attAlice, [][2]string{{"key", k}}, n, strings.NewReader(n)))
+			}
+			return k
+		}
+		kept := func() (mismatched int64) {
+			t.Helper()
+			if err := e.gdb.Raw(`SELECT COUNT(*) FROM conversation_messages m
+WHERE m.attach_count <> (SELECT COUNT(*) FROM attachments a WHERE a.message_id = m.message_id)`).Row().Scan(&mismatched); err != nil {
+				t.Fatal(err)
+			}
+			return mismatched
+		}
+		shown := func(where string, m map[string]any, names ...string) {
+			t.Helper()
+			var got []string
+			list, _ := m["Attachments"].([]any)
+			for _, a := range list {
+				got = append(got, a.(map[string]any)["filename"].(string))
+			}
+			if m["attach_count"].(json.Number).String() != fmt.Sprint(len(names)) || fmt.Sprint(got) != fmt.Sprint(names) || kept() != 0 {
+				t.Fatalf("%s: attach_count %v, Attachments %q, %d kept counts wrong; want %q", where, m["attach_count"], got, kept(), names)
+			}
+		}
+		reply := e.post("/api/conversation-messages", form("conversation_id", "10", "message", "files", "attachment_key", keyWith("a.txt", "b.txt")), key(attAlice))
+		msg := reply.json(t)["message"].(map[string]any)
+		shown("reply", msg, "a.txt", "b.txt")
+		id := msg["message_id"].(json.Number).String()
+		edit := e.post("/api/conversation-messages/"+id, form("message", "more", "attachment_key", keyWith("c.txt")), key(attAlice))
+		shown("edit", edit.json(t)["message"].(map[string]any), "a.txt", "b.txt", "c.txt")
+		// A message without files shows no list.
+		plain := e.post("/api/conversation-messages", form("conversation_id", "10", "message", "none"), key(attAlice))
+		if m := plain.json(t)["message"].(map[string]any); m["attach_count"].(json.Number).String() != "0" || m["Attachments"] != nil {
+			t.Fatalf("a message without files: %v", m)
+		}
+		first := e.get("/api/conversation-messages/"+id, key(attAlice)).json(t)["message"].(map[string]any)["Attachments"].([]any)[0]
+		if r := e.req(http.MethodDelete, fmt.Sprintf("/api/attachments/%s", first.(map[string]any)["attachment_id"]), nil, key(attAlice)); r.status != http.StatusOK {
+			t.Fatalf("delete: %d %s", r.status, r.body)
+		}
+		shown("after a deletion", e.get("/api/conversation-messages/"+id, key(attAlice)).json(t)["message"].(map[string]any), "b.txt", "c.txt")
+		// The page: the message with files, then the one without.
+		last := e.get("/api/conversations/10/messages", key(attAlice)).json(t)["pagination"].(map[string]any)["last_page"].(json.Number).String()
+		messages := e.get("/api/conversations/10/messages?page="+last, key(attAlice)).json(t)["messages"].([]any)
+		shown("page", messages[len(messages)-2].(map[string]any), "b.txt", "c.txt")
+		if m := messages[len(messages)-1].(map[string]any); m["Attachments"] != nil {
+			t.Fatalf("page: a message without files lists %v", m["Attachments"])
+		}
+	})
+}

@@ -131,9 +131,28 @@ func (s *Store) Attachment(ctx context.Context, id, userID int64) (attachment.Ro
 }
 
 // DeleteAttachment implements attachment.Store: the chunks and the thumbnail go with the row (ON
-// DELETE CASCADE).
+// DELETE CASCADE), and a message it was attached to counts one fewer, in the same transaction.
 func (s *Store) DeleteAttachment(ctx context.Context, id int64) error {
-	return s.db.WithContext(ctx).Exec(`DELETE FROM attachments WHERE attachment_id = ?`, id).Error
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		// The file's row is locked first (PostgreSQL; SQLite runs one writer at a time), so that
+		// a write attaching it meanwhile is seen: its message is then the one to count down.
+		q := `SELECT COALESCE(message_id, 0) FROM attachments WHERE attachment_id = ?`
+		if s.dialect.Name == db.Postgres.Name {
+			q += " FOR UPDATE"
+		}
+		var messageID int64
+		err := tx.Raw(q, id).Row().Scan(&messageID)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return nil // gone already
+		case err != nil:
+			return err
+		}
+		if err := tx.Exec(`DELETE FROM attachments WHERE attachment_id = ?`, id).Error; err != nil {
+			return err
+		}
+		return tx.Exec(`UPDATE conversation_messages SET attach_count = attach_count - 1 WHERE message_id = ?`, messageID).Error
+	})
 }
 
 // Thumbnail implements attachment.Store.
@@ -239,18 +258,30 @@ func attach(tx *gorm.DB, key string, userID, conversationID, messageID int64, is
 	if err := conversation.CheckAttach(t); err != nil {
 		return err
 	}
-	return tx.Exec(`UPDATE attachments SET message_id = ?, attachment_key = NULL WHERE attachment_key = ? AND complete`,
-		messageID, key).Error
+	moved := tx.Exec(`UPDATE attachments SET message_id = ?, attachment_key = NULL WHERE attachment_key = ? AND complete`,
+		messageID, key)
+	if moved.Error != nil {
+		return moved.Error
+	}
+	// An increment, not a recount: under the message's row lock (PostgreSQL re-reads a row it
+	// waited for) two writes attaching to one message each add their own files.
+	return tx.Exec(`UPDATE conversation_messages SET attach_count = attach_count + ? WHERE message_id = ?`,
+		moved.RowsAffected, messageID).Error
 }
 
 // MessageAttachments returns the attachments of the messages, by message id, oldest first: for
 // the messages of a page, one query whatever their number.
 func (s *Store) MessageAttachments(ctx context.Context, messageIDs []int64) (map[int64][]attachment.Row, error) {
+	return messageAttachmentsOn(s.db.WithContext(ctx), messageIDs)
+}
+
+// messageAttachmentsOn is MessageAttachments on q: a database, or a write's transaction.
+func messageAttachmentsOn(q *gorm.DB, messageIDs []int64) (map[int64][]attachment.Row, error) {
 	out := map[int64][]attachment.Row{}
 	if len(messageIDs) == 0 {
 		return out, nil
 	}
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT `+attachmentColumns+` FROM attachments a
+	rows, err := q.Raw(`SELECT `+attachmentColumns+` FROM attachments a
 WHERE a.message_id IN ? ORDER BY a.attachment_id`, messageIDs).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("read attachments: %w", err)
@@ -263,6 +294,39 @@ WHERE a.message_id IN ? ORDER BY a.attachment_id`, messageIDs).Rows()
 		out[r.MessageID] = append(out[r.MessageID], r)
 	}
 	return out, nil
+}
+
+// withAttachments returns the ids of the messages that have attachments (AttachCount).
+func withAttachments(messages []conversation.MessageRow) []int64 {
+	var ids []int64
+	for _, m := range messages {
+		if m.AttachCount > 0 {
+			ids = append(ids, m.MessageID)
+		}
+	}
+	return ids
+}
+
+// fillAttachments gives the messages ids (withAttachments) their Attachment objects, in one
+// query on q (the read's database, or the transaction of the write whose answer they make). The
+// caller makes no call, and so no query, when ids is empty: a page without attachments costs
+// nothing more than its own statement.
+func fillAttachments(q *gorm.DB, messages []conversation.MessageRow, ids []int64) error {
+	found, err := messageAttachmentsOn(q, ids)
+	if err != nil {
+		return err
+	}
+	for i := range messages {
+		rows := found[messages[i].MessageID]
+		if len(rows) == 0 {
+			continue
+		}
+		messages[i].Attachments = make([]conversation.Attachment, len(rows))
+		for j, r := range rows {
+			messages[i].Attachments[j] = attachment.ToAttachment(r)
+		}
+	}
+	return nil
 }
 
 // AttachmentCounts returns how many attachments each of the messages holds (absent: none), in
