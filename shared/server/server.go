@@ -46,6 +46,9 @@ type Options struct {
 	// BodyLimit caps request bodies in Echo's notation ("64K", "1M", "1MiB"): "K" and "M" are
 	// powers of ten, "KiB" and "MiB" of two. Empty means DefaultBodyLimit.
 	BodyLimit string
+	// OwnBodyLimit tells which requests BodyLimit does not apply to: routes (uploads) that bound
+	// their bodies themselves, by a limit known only once the request is routed. nil: none.
+	OwnBodyLimit func(c echo.Context) bool
 	// HTTP is the server's configuration (config.Common.HTTP): the proxies whose
 	// X-Forwarded-For c.RealIP() believes. Run and Serve take the same value for the read timeout.
 	HTTP config.HTTP
@@ -119,7 +122,9 @@ func New(opts Options) *echo.Echo {
 	e.Use(refuseAmbiguous)
 	e.Use(limitHead)
 	e.Use(markBodyErrors)
-	e.Use(middleware.BodyLimit(limit))
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: limit, Skipper: func(c echo.Context) bool {
+		return opts.OwnBodyLimit != nil && opts.OwnBodyLimit(c)
+	}}))
 
 	e.GET("/healthz", health)
 	e.HEAD("/healthz", health)

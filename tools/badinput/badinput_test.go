@@ -40,7 +40,9 @@ var documented = map[Envelope]map[string]int{
 		"required_input_missing": 400, "invalid_recipients": 400, "too_many_recipients": 400, "too_many_fields": 400,
 		"title_too_long": 400, "message_too_long": 400, "invalid_input": 400, "no_permission": 403,
 		"conversation_closed": 403, "invalid_idempotency_key": 400,
-		"reacting_to_your_own_content_is_considered_cheating": 403},
+		"reacting_to_your_own_content_is_considered_cheating": 403,
+		// The attachment key a write names.
+		"invalid_attachment_key": 400},
 }
 
 func corpora() []Corpus {

@@ -33,6 +33,25 @@ func tooManyRecipients(max int) Outcome {
 	return Outcome{Status: 400, Code: "too_many_recipients", Params: map[string]any{"max": max}}
 }
 
+// fieldAttachmentKey names the attachment key of a start, a reply or an edit.
+const fieldAttachmentKey = "attachment_key"
+
+// invalidAttachmentKey is the answer to a well-formed attachment key that names no key.
+var invalidAttachmentKey = Outcome{Status: 400, Code: "invalid_attachment_key"}
+
+// attachmentKeyShape tells whether s is 32 lowercase hexadecimal digits, the shape of a key.
+func attachmentKeyShape(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for _, c := range s {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return true
+}
+
 // forumMaxFields is forum-svc's bound on the form fields of a write (body and query string
 // together): the largest valid start, 1,000 recipients, the current user and four more fields.
 const forumMaxFields = 1005
@@ -410,6 +429,29 @@ func conversationCases(r *rand.Rand, d ForumData, values []value) []Case {
 		}
 	}
 	post("reply/message-10MB", http.MethodPost, replyPath(), reply.with("message", text("message", tenMB)), nil, forumTooLarge)
+
+	// The attachment key a start, a reply or an edit may name: one value of 32 lowercase hex
+	// digits (else invalid_input), naming a key that exists (else invalid_attachment_key). Each
+	// case's other fields are valid, so the key is its one fault.
+	for _, w := range []struct {
+		name, path string
+		f          form
+	}{{"start", startPath(), start}, {"reply", replyPath(), reply}, {"edit", msgPath(d.OwnMessage), edit}} {
+		key := func(label string, want Outcome, vs ...[2]string) {
+			post(w.name+"/attachment-key/"+label, http.MethodPost, w.path, w.f.with(fieldAttachmentKey, vs...), nil, want)
+		}
+		for _, v := range values {
+			if s := strings.TrimSpace(v.sent()); s == "" || attachmentKeyShape(s) {
+				continue
+			}
+			key(v.Label, invalidInput(fieldAttachmentKey), field(fieldAttachmentKey, v))
+		}
+		key("uppercase", invalidInput(fieldAttachmentKey), text(fieldAttachmentKey, strings.Repeat("A", 32)))
+		key("33-digits", invalidInput(fieldAttachmentKey), text(fieldAttachmentKey, strings.Repeat("a", 33)))
+		key("31-digits", invalidInput(fieldAttachmentKey), text(fieldAttachmentKey, strings.Repeat("a", 31)))
+		key("repeated", invalidInput(fieldAttachmentKey), text(fieldAttachmentKey, strings.Repeat("a", 32)), text(fieldAttachmentKey, strings.Repeat("b", 32)))
+		key("unknown", invalidAttachmentKey, text(fieldAttachmentKey, strings.Repeat("0", 32)))
+	}
 
 	// 3. Editing a message.
 	own := msgPath(d.OwnMessage)

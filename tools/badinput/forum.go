@@ -381,6 +381,7 @@ func ForumCorpus(seed uint64, d ForumData) Corpus {
 
 	// The conversations API's fields (conversations.go).
 	cs = append(cs, conversationCases(r, d, values)...)
+	cs = append(cs, attachmentCases(d, values)...)
 
 	// 10. Header abuse (a request that reaches a handler has no key: 400).
 	cs = append(cs, headerCases(r, msgs.path(id(d.Own)), forumNoKey)...)

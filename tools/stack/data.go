@@ -14,7 +14,7 @@ import (
 // ForumFixture describes the forum data the tests seed: the keys (fresh random secrets each
 // run) and the ids the bad-input corpus and the load targets use.
 type ForumFixture struct {
-	UserKey      string // user 1, read and write
+	UserKey      string // user 1, read and write (conversations and attachments)
 	OtherKey     string // user 3, read and write (participant of Foreign, not of Own)
 	SuperKey     string // super, read and write
 	GuestKey     string // guest, read and write
@@ -123,7 +123,7 @@ func (f ForumFixture) SeedJSON() ([]byte, error) {
 	rw := []string{"conversation:read", "conversation:write"}
 	past := time.Now().Add(-24 * time.Hour).Unix()
 	keys := []key{
-		{Key: f.UserKey, Type: "user", UserID: i64(1), Scopes: rw, Active: true},
+		{Key: f.UserKey, Type: "user", UserID: i64(1), Scopes: append(rw, "attachment:read", "attachment:write"), Active: true},
 		{Key: f.OtherKey, Type: "user", UserID: i64(3), Scopes: rw, Active: true},
 		{Key: f.SuperKey, Type: "super", Scopes: rw, Active: true},
 		{Key: f.GuestKey, Type: "guest", Scopes: rw, Active: true},

@@ -73,11 +73,11 @@ func dispatch(ctx context.Context, cfg app.Config, log *slog.Logger, args []stri
 		if len(args) != 3 || args[0] != "set" {
 			return errors.New(usage)
 		}
-		n, err := app.SetOption(ctx, cfg, log, args[1], args[2])
+		v, err := app.SetOption(ctx, cfg, log, args[1], args[2])
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s = %d\n", args[1], n)
+		fmt.Fprintf(stdout, "%s = %s\n", args[1], v)
 		return nil
 	default:
 		return fmt.Errorf("unknown command %q; %s", cmd, usage)

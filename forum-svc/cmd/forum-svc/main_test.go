@@ -140,7 +140,21 @@ func TestCommands(t *testing.T) {
 				t.Fatalf("options set %s: %d %q %q", o, code, out, errs)
 			}
 		}
+		for _, o := range []string{"attachmentMaxFileSize 2048", "attachmentMaxPerMessage 4"} {
+			args := append([]string{"options", "set"}, strings.Fields(o)...)
+			if out, errs, code := command(t, url, args...); code != 0 || out != strings.Replace(o, " ", " = ", 1)+"\n" {
+				t.Fatalf("options set %s: %d %q %q", o, code, out, errs)
+			}
+		}
+		// The extensions, the one option that is a list: read as ParseExtensions does, printed as stored.
+		if out, errs, code := command(t, url, "options", "set", "attachmentExtensions", "PNG, .txt mp4"); code != 0 || out != "attachmentExtensions = mp4 png txt\n" {
+			t.Fatalf("options set attachmentExtensions: %d %q %q", code, out, errs)
+		}
 		var opts string
+		gdb.Raw("SELECT attachment_max_file_size || ',' || attachment_max_per_message || ',' || attachment_extensions FROM forum_options").Scan(&opts)
+		if opts != "2048,4,mp4 png txt" {
+			t.Fatalf("attachment options after options set: %s", opts)
+		}
 		gdb.Raw("SELECT discussions_per_page || ',' || max_recipients || ',' || message_max_length FROM forum_options").Scan(&opts)
 		if opts != "9,3,500" {
 			t.Fatalf("options after options set: %s", opts)
@@ -177,6 +191,9 @@ func TestCommands(t *testing.T) {
 			{[]string{"options", "set", "maxRecipients", "0"}, "maxRecipients must be between 1 and 1000"},
 			{[]string{"options", "set", "messageMaxLength", "65537"}, "messageMaxLength must be between 1 and 65536"},
 			{[]string{"options", "set", "discussionsPerPage", "101"}, "discussionsPerPage must be between 1 and 100"},
+			{[]string{"options", "set", "attachmentMaxFileSize", "0"}, "attachmentMaxFileSize must be between 1 and 104857600"},
+			{[]string{"options", "set", "attachmentExtensions", "png png"}, `"png" appears twice`},
+			{[]string{"options", "set", "attachmentExtensions", "tar.gz"}, "not 1 to 16 letters or digits"},
 			{[]string{"options", "get", "messagesPerPage"}, "usage"},
 			{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		} {

@@ -20,6 +20,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"forumstats.local/forum-svc/internal/attachment"
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/conversation"
 	"forumstats.local/forum-svc/internal/httpapi"
@@ -103,6 +104,7 @@ func (a *App) build(o options) error {
 	}
 	a.handler = httpapi.New(httpapi.Deps{
 		Conversations: conversation.NewService(st, o.now),
+		Attachments:   attachment.NewService(st, o.now),
 		Auth:          auth.New(st, auth.Options{KeyLookupsPerSecond: cfg.KeyLookupsPerSecond, Now: o.now}),
 		Limiter:       limiter,
 		AuthFailures:  failures,

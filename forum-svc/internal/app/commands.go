@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
+	"forumstats.local/forum-svc/internal/attachment"
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/seed"
 	"forumstats.local/forum-svc/internal/store"
@@ -118,26 +120,41 @@ func randomKey() (string, error) {
 	return "fsk_" + base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
-// SetOption runs `forum-svc options set name value` and returns the value set.
-func SetOption(ctx context.Context, cfg Config, log *slog.Logger, name, value string) (int64, error) {
+// SetOption runs `forum-svc options set name value` and returns the value set, as stored.
+func SetOption(ctx context.Context, cfg Config, log *slog.Logger, name, value string) (string, error) {
+	if name == store.OptionAttachmentExtensions {
+		if _, err := attachment.ParseExtensions(value); err != nil {
+			return "", fmt.Errorf("options set: %w", err)
+		}
+		gdb, err := openDB(ctx, cfg.DatabaseURL, log, cfg.MigrateOnStart)
+		if err != nil {
+			return "", err
+		}
+		defer db.Close(gdb)
+		exts, err := store.SetAttachmentExtensions(ctx, gdb, value)
+		if err != nil {
+			return "", fmt.Errorf("options set: %w", err)
+		}
+		return strings.Join(exts, " "), nil
+	}
 	opt, err := store.LookupOption(name)
 	if err != nil {
-		return 0, fmt.Errorf("options set: %w", err)
+		return "", fmt.Errorf("options set: %w (or %s)", err, store.OptionAttachmentExtensions)
 	}
 	n, err := strconv.ParseInt(value, 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("options set: %s: %q is not an integer", name, value)
+		return "", fmt.Errorf("options set: %s: %q is not an integer", name, value)
 	}
 	if err := opt.Check(n); err != nil {
-		return 0, fmt.Errorf("options set: %w", err)
+		return "", fmt.Errorf("options set: %w", err)
 	}
 	gdb, err := openDB(ctx, cfg.DatabaseURL, log, cfg.MigrateOnStart)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	defer db.Close(gdb)
 	if err := opt.Set(ctx, gdb, n); err != nil {
-		return 0, fmt.Errorf("options set: %w", err)
+		return "", fmt.Errorf("options set: %w", err)
 	}
-	return n, nil
+	return strconv.FormatInt(n, 10), nil
 }

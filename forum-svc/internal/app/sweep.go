@@ -8,12 +8,15 @@ import (
 	"forumstats.local/forum-svc/internal/store"
 )
 
-// retrySweeper deletes the expired Idempotency-Key answers: a *store.Store on the primary.
+// retrySweeper deletes the expired Idempotency-Key answers, and the attachment keys past their
+// lifetime with the files never attached: a *store.Store on the primary.
 type retrySweeper interface {
 	SweepRetries(ctx context.Context, now int64, batch int) (int64, error)
+	SweepAttachmentKeys(ctx context.Context, now int64, batch int) (int64, error)
 }
 
-// sweepRetries deletes the expired Idempotency-Key answers of every user on the primary, at once
+// sweepRetries deletes the expired Idempotency-Key answers of every user on the primary, and the
+// attachment keys older than attachment.KeyLifetime with the files they still hold, at once
 // and then every interval, until ctx is done. A write deletes its own user's expired answers
 // only, so without the sweep the answers of users who stopped writing would stay for ever. A
 // sweep that deletes something logs how many; one that fails logs why, and the next one runs
@@ -22,12 +25,21 @@ func (s *App) sweepRetries(ctx context.Context, interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		n, err := s.retries.SweepRetries(ctx, s.now().Unix(), store.RetrySweepBatch)
+		now := s.now().Unix()
+		n, err := s.retries.SweepRetries(ctx, now, store.RetrySweepBatch)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			s.log.Warn("sweep of expired Idempotency-Key answers failed", "err", err, "deleted", n)
 		case n > 0:
 			s.log.Info("swept expired Idempotency-Key answers", "deleted", n)
+		}
+		// Uploads wait as long as answers are replayed: the sweep of both runs together.
+		n, err = s.retries.SweepAttachmentKeys(ctx, now, store.AttachmentKeySweepBatch)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.Warn("sweep of expired attachment keys failed", "err", err, "deleted", n)
+		case n > 0:
+			s.log.Info("swept expired attachment keys with their unattached files", "deleted", n)
 		}
 		select {
 		case <-ctx.Done():

@@ -13,6 +13,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"forumstats.local/forum-svc/internal/attachment"
 	"forumstats.local/forum-svc/internal/conversation"
 	"forumstats.local/forum-svc/migrations"
 	"forumstats.local/shared/config"
@@ -111,6 +112,39 @@ func TestSweepRetriesLoop(t *testing.T) {
 
 			eventually(t, "the first rows swept", func() bool { return answers(t, gdb, "first") == 0 })
 			eventually(t, "the first sweep logged", func() bool { return lines("deleted=3") == 1 })
+
+			// An attachment key past its lifetime goes with its file; a younger one stays.
+			day := int64(attachment.KeyLifetime / time.Second)
+			tx := gdb.Begin()
+			for _, q := range []struct {
+				sql  string
+				args []any
+			}{
+				{`INSERT INTO users (user_id, username) VALUES (1, 'alice')`, nil},
+				{`INSERT INTO attachment_keys (attachment_key, user_id, created_at) VALUES ('old', 1, ?), ('young', 1, ?)`,
+					[]any{sweepNow - day, sweepNow - day + 1}},
+				{`INSERT INTO attachments (attachment_key, user_id, filename, file_size, file_hash, mime_type, attach_date)
+VALUES ('old', 1, 'a.txt', 0, '', '', 1), ('young', 1, 'b.txt', 0, '', '', 1)`, nil},
+			} {
+				// One transaction: the running sweep sees the key with its file, never alone.
+				if err := tx.Exec(q.sql, q.args...).Error; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tx.Commit().Error; err != nil {
+				t.Fatal(err)
+			}
+			files := func() (names []string) {
+				if err := gdb.Raw(`SELECT filename FROM attachments ORDER BY filename`).Scan(&names).Error; err != nil {
+					t.Fatal(err)
+				}
+				return names
+			}
+			eventually(t, "the old key's file swept", func() bool { return len(files()) == 1 })
+			if got := files(); got[0] != "b.txt" {
+				t.Fatalf("files left: %v", got)
+			}
+			eventually(t, "the key sweep logged", func() bool { return lines("swept expired attachment keys") == 1 })
 
 			if err := gdb.Exec(`ALTER TABLE idempotency_keys RENAME TO idempotency_keys_away`).Error; err != nil {
 				t.Fatal(err)
@@ -218,6 +252,8 @@ func (h heldSweeper) SweepRetries(context.Context, int64, int) (int64, error) {
 	<-h.release
 	return 0, nil
 }
+
+func (h heldSweeper) SweepAttachmentKeys(context.Context, int64, int) (int64, error) { return 0, nil }
 
 // TestStartSweepStops: stop ends the sweep's goroutine and returns only once it has, so that
 // serve closes no database under a running sweep.

@@ -30,13 +30,14 @@ const (
 const (
 	ScopeConversationRead  = "conversation:read"
 	ScopeConversationWrite = "conversation:write"
-	// ScopeAttachmentWrite lets a key upload attachments. No route needs it yet; the objects
-	// tell whether the acting key carries it (can_upload_attachment).
+	// The attachments of conversation messages: read (list, show, download), write (keys,
+	// uploads, deletion). The objects' can_upload_attachment reads attachment:write too.
+	ScopeAttachmentRead  = "attachment:read"
 	ScopeAttachmentWrite = "attachment:write"
 )
 
 // KnownScopes lists every scope a key may carry.
-var KnownScopes = []string{ScopeConversationRead, ScopeConversationWrite}
+var KnownScopes = []string{ScopeConversationRead, ScopeConversationWrite, ScopeAttachmentRead, ScopeAttachmentWrite}
 
 // Key types.
 const (

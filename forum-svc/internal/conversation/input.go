@@ -293,6 +293,8 @@ type NewConversation struct {
 	Open       bool
 	OpenInvite bool
 	Date       int64
+	// AttachmentKey names the uploads to attach to the first message ("": none).
+	AttachmentKey string
 }
 
 // ParseStart checks the fields of POST /api/conversations/ in the order of the error table's checks:
@@ -416,6 +418,86 @@ func firstError(errs ...error) error {
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// FieldAttachmentKey names the attachment key whose uploads a start, reply or edit attaches to
+// its message.
+const FieldAttachmentKey = "attachment_key"
+
+// AttachmentKeyLength is the length of an attachment key: 32 lowercase hexadecimal digits.
+const AttachmentKeyLength = 32
+
+// ValidAttachmentKey tells whether s has the shape of an attachment key. A value of another shape
+// names no key, and is refused without a lookup.
+func ValidAttachmentKey(s string) bool {
+	if len(s) != AttachmentKeyLength {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseAttachmentKey reads the optional attachment_key of a start, reply or edit: absent or blank
+// is "". A repeated field, or a value that is not a key's shape, is *InvalidInputError.
+func ParseAttachmentKey(f Fields) (string, error) {
+	s, blank, err := f.Text(FieldAttachmentKey)
+	if err != nil || blank {
+		return "", err
+	}
+	if !ValidAttachmentKey(s) {
+		return "", &InvalidInputError{Field: FieldAttachmentKey}
+	}
+	return s, nil
+}
+
+// Errors of an attachment key named by a write or an upload.
+var (
+	// ErrAttachmentKeyNotFound: no such key (never given, or swept after 24 hours).
+	ErrAttachmentKeyNotFound = errors.New("the attachment key is not known")
+	// ErrAttachmentKeyUserWrong: the key was given to another user; only its owner uploads under
+	// it, lists it or attaches what it holds.
+	ErrAttachmentKeyUserWrong = errors.New("the attachment key belongs to another user")
+	// ErrAttachmentKeyContextWrong: the key was given for another conversation (or for a new
+	// conversation, and is named by a reply or an edit, or the other way round).
+	ErrAttachmentKeyContextWrong = errors.New("the attachment key was given for another conversation")
+)
+
+// TooManyAttachmentsError: a message would hold more than Max files.
+type TooManyAttachmentsError struct{ Max int64 }
+
+func (e *TooManyAttachmentsError) Error() string {
+	return fmt.Sprintf("a message holds at most %d attachments", e.Max)
+}
+
+// AttachTarget is what the rules of attaching look at: the key as stored, and the write that
+// names it.
+type AttachTarget struct {
+	KeyUserID         int64
+	KeyConversationID int64 // 0: a key for a new conversation
+	UserID            int64 // the writer
+	ConversationID    int64 // the conversation written to; 0 for a start
+	Attached          int64 // files the message holds already (an edit's)
+	Adding            int64 // the key's files
+	MaxPerMessage     int64
+}
+
+// CheckAttach tells whether the write may attach the key's files: only the key's owner attaches
+// them, only to the conversation the key was given for (a new one for a key without one), and a
+// message never holds more than the forum's attachmentMaxPerMessage.
+func CheckAttach(t AttachTarget) error {
+	switch {
+	case t.KeyUserID != t.UserID:
+		return ErrAttachmentKeyUserWrong
+	case t.KeyConversationID != t.ConversationID:
+		return ErrAttachmentKeyContextWrong
+	case t.Attached+t.Adding > t.MaxPerMessage:
+		return &TooManyAttachmentsError{Max: t.MaxPerMessage}
 	}
 	return nil
 }

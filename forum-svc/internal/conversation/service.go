@@ -14,9 +14,26 @@ type User struct {
 	Username string `json:"username"`
 }
 
-// Message is a ConversationMessage as the API shows it to a reader. Attachments are not stored
-// yet: attach_count is the row's (0 until the store keeps attachments), and the `Attachments`
-// list, shown by XenForo only when there are some, goes beside Conversation once they exist.
+// Attachment is XenForo's Attachment object as the API shows it (package attachment renders it
+// from the stored row: attachment.ToAttachment). It is declared here, where the message objects
+// that list it are, since package attachment imports this one.
+type Attachment struct {
+	AttachmentID int64  `json:"attachment_id"`
+	ContentType  string `json:"content_type"`
+	ContentID    int64  `json:"content_id"` // the message; 0 until attached
+	AttachDate   int64  `json:"attach_date"`
+	Filename     string `json:"filename"`
+	FileSize     int64  `json:"file_size"`
+	Width        int64  `json:"width"`
+	Height       int64  `json:"height"`
+	ThumbnailURL string `json:"thumbnail_url"` // "" unless the file is an image
+	DirectURL    string `json:"direct_url"`
+	IsVideo      bool   `json:"is_video"`
+	IsAudio      bool   `json:"is_audio"`
+}
+
+// Message is a ConversationMessage as the API shows it to a reader. The `Attachments` list is
+// shown, as XenForo shows it, only when the message has some.
 type Message struct {
 	MessageID      int64  `json:"message_id"`
 	ConversationID int64  `json:"conversation_id"`
@@ -36,6 +53,7 @@ type Message struct {
 	// VisitorReactionID is shown only when the reader reacted.
 	VisitorReactionID int64         `json:"visitor_reaction_id,omitempty"`
 	User              User          `json:"User"`
+	Attachments       []Attachment  `json:"Attachments,omitempty"`
 	Conversation      *Conversation `json:"Conversation,omitempty"`
 }
 
@@ -110,8 +128,11 @@ type MessageRow struct {
 	ReactionScore int64
 	// VisitorReactionID is the reader's reaction to it; 0: none.
 	VisitorReactionID int64
-	// AttachCount is the number of its attachments: 0 until the store keeps attachments.
+	// AttachCount is the number of its attachments, read with the row.
 	AttachCount int64
+	// Attachments are its attachments, oldest first: the store reads them only for a message
+	// whose AttachCount is not 0.
+	Attachments []Attachment
 	// EditTimeLimit is the forum's editOwnMessageTimeLimit, in minutes, as the row was read.
 	EditTimeLimit int64
 }
@@ -295,6 +316,7 @@ func (v viewer) message(m MessageRow, lastRead int64, open bool) Message {
 		IsReactedTo:       m.VisitorReactionID != 0,
 		VisitorReactionID: m.VisitorReactionID,
 		User:              User{UserID: m.UserID, Username: m.Username},
+		Attachments:       m.Attachments,
 	}
 }
 

@@ -54,6 +54,7 @@ type NewReply struct {
 	Message        string
 	Parsed         string // the message's HTML (RenderMessage)
 	Date           int64
+	AttachmentKey  string // "": none
 }
 
 // MessageEdit is a new text for a message.
@@ -64,6 +65,8 @@ type MessageEdit struct {
 	Parsed    string // Text's HTML (RenderMessage)
 	Date      int64  // now, Unix seconds (set by the Service)
 	TimeLimit int64  // editOwnMessageTimeLimit, in minutes; 0: none
+	// AttachmentKey names uploads to attach to the message ("": none).
+	AttachmentKey string
 }
 
 // EditTarget is what the rules of editing look at: the message's author and date, and whether its
@@ -213,6 +216,9 @@ func (s *Service) Start(ctx context.Context, userID int64, f Fields, retry *Retr
 	if err != nil {
 		return Answer{}, s.withUnknown(ctx, rs, err)
 	}
+	if c.AttachmentKey, err = ParseAttachmentKey(f); err != nil {
+		return Answer{}, err
+	}
 	c.Date = s.now().Unix()
 	c.Parsed = RenderMessage(c.Message)
 	retry.stamp(c.Date)
@@ -248,7 +254,11 @@ func (s *Service) Reply(ctx context.Context, userID int64, f Fields, retry *Retr
 	if err != nil {
 		return Answer{}, err
 	}
-	r := NewReply{ConversationID: id, UserID: userID, Message: text, Parsed: RenderMessage(text), Date: s.now().Unix()}
+	key, err := ParseAttachmentKey(f)
+	if err != nil {
+		return Answer{}, err
+	}
+	r := NewReply{ConversationID: id, UserID: userID, Message: text, Parsed: RenderMessage(text), Date: s.now().Unix(), AttachmentKey: key}
 	retry.stamp(r.Date)
 	return s.store.Reply(ctx, r, retry, func(m MessageRow, c ConversationRow) ([]byte, error) {
 		return render(s.viewer(ctx, userID).withConversation(m, c))
@@ -265,7 +275,12 @@ func (s *Service) Edit(ctx context.Context, userID, messageID int64, f Fields) (
 	if err != nil {
 		return Message{}, err
 	}
-	e := MessageEdit{MessageID: messageID, UserID: userID, Text: text, Parsed: RenderMessage(text), Date: s.now().Unix(), TimeLimit: opts.EditOwnMessageTimeLimit}
+	key, err := ParseAttachmentKey(f)
+	if err != nil {
+		return Message{}, err
+	}
+	e := MessageEdit{MessageID: messageID, UserID: userID, Text: text, Parsed: RenderMessage(text), Date: s.now().Unix(),
+		TimeLimit: opts.EditOwnMessageTimeLimit, AttachmentKey: key}
 	m, c, err := s.store.EditMessage(ctx, e)
 	if err != nil {
 		return Message{}, err

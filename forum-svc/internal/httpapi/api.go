@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"forumstats.local/forum-svc/internal/attachment"
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/conversation"
 	"forumstats.local/forum-svc/internal/decimal"
@@ -42,6 +43,7 @@ type Limiter interface {
 // Deps are what the API serves from.
 type Deps struct {
 	Conversations *conversation.Service
+	Attachments   *attachment.Service
 	Auth          *auth.Authenticator
 	// Limiter holds the API keys' request buckets (named by the key's hash).
 	Limiter Limiter
@@ -56,6 +58,7 @@ type Deps struct {
 
 type api struct {
 	conv     *conversation.Service
+	att      *attachment.Service
 	auth     *auth.Authenticator
 	limiter  Limiter
 	failures *failedAuth
@@ -88,13 +91,20 @@ func (a *api) routes() []route {
 		{http.MethodGet, "/api/conversation-messages/:id", auth.ScopeConversationRead, true, getOne("message", a.conv.Message)},
 		{http.MethodPost, "/api/conversation-messages/:id", auth.ScopeConversationWrite, true, onObject(a.editMessage)},
 		{http.MethodPost, "/api/conversation-messages/:id/react", auth.ScopeConversationWrite, true, a.react},
+		{http.MethodPost, pathNewKey, auth.ScopeAttachmentWrite, false, a.newKey},
+		{http.MethodPost, pathAttachments, auth.ScopeAttachmentWrite, false, a.upload},
+		{http.MethodGet, pathAttachments, auth.ScopeAttachmentRead, false, a.listAttachments},
+		{http.MethodGet, "/api/attachments/:id", auth.ScopeAttachmentRead, true, a.getAttachment},
+		{http.MethodDelete, "/api/attachments/:id", auth.ScopeAttachmentWrite, true, a.deleteAttachment},
+		{http.MethodGet, "/api/attachments/:id/data", auth.ScopeAttachmentRead, true, a.attachmentData},
+		{http.MethodGet, "/api/attachments/:id/thumbnail", auth.ScopeAttachmentRead, true, a.attachmentThumbnail},
 		{http.MethodGet, "/api/me", registeredUser, false, a.me},
 		{http.MethodGet, "/api/openapi.json", "", false, serveOpenAPI},
 	}
 }
 
 // BodyLimit is the largest request body, 1 MiB (1,048,576 bytes): one byte more is refused with
-// 413. The longest message the options allow (conversation.MaxMessageLength code points of 4
+// 413. The uploads' multipart bodies have their own limit (uploadParts). The longest message the options allow (conversation.MaxMessageLength code points of 4
 // bytes, each byte percent-encoded: 786,432 bytes) fits with room for the other fields.
 const BodyLimit = 1 << 20
 
@@ -110,7 +120,7 @@ func New(d Deps) http.Handler { return newEcho(d) }
 
 // newEcho builds New's handler; the tests read its routes.
 func newEcho(d Deps) *echo.Echo {
-	a := &api{conv: d.Conversations, auth: d.Auth, limiter: d.Limiter,
+	a := &api{conv: d.Conversations, att: d.Attachments, auth: d.Auth, limiter: d.Limiter,
 		failures: newFailedAuth(d.AuthFailures, d.Now), allow: map[string]string{}}
 	e := server.New(server.Options{
 		Name:         "forum-svc",
@@ -118,6 +128,7 @@ func newEcho(d Deps) *echo.Echo {
 		ErrorHandler: a.errorHandler,
 		Ready:        d.Ready,
 		BodyLimit:    bodyLimit,
+		OwnBodyLimit: ownBodyLimit,
 		HTTP:         d.HTTP,
 	})
 	e.Pre(protect)
@@ -139,6 +150,12 @@ func newEcho(d Deps) *echo.Echo {
 		// Without this, Echo answers OPTIONS itself (204); here it is a wrong method like any other.
 		e.OPTIONS(r.path, methodNotAllowed)
 		a.allow[r.path] = strings.TrimPrefix(a.allow[r.path]+", "+strings.Join(methods, ", "), ", ")
+	}
+	// A static path beside a route with {id} (attachments/new-key beside attachments/{id}) would
+	// be routed to the {id} route for the methods it does not serve, and answer 404 for an id
+	// that is no number: those methods are refused here instead, as on every other path.
+	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodTrace} {
+		e.Add(method, pathNewKey, methodNotAllowed)
 	}
 	return e
 }

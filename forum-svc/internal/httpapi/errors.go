@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"forumstats.local/forum-svc/internal/attachment"
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/conversation"
 	"forumstats.local/shared/server"
@@ -50,6 +51,15 @@ const (
 	CodeEditTimeLimitExpired = "message_edit_time_limit_expired"
 	// A reaction to one's own message, named as XenForo names it.
 	CodeReactOwnContent = "reacting_to_your_own_content_is_considered_cheating"
+	// Attachments.
+	CodeAttachmentNotFound     = "requested_attachment_not_found"
+	CodeNoThumbnail            = "attachment_has_no_thumbnail"
+	CodeAttachmentKeyNotFound  = "invalid_attachment_key"
+	CodeAttachmentKeyUserWrong = "attachment_key_user_wrong"
+	CodeAttachmentKeyContext   = "attachment_key_context_wrong"
+	CodeFileTooLarge           = "uploaded_file_is_too_large"
+	CodeExtensionNotAllowed    = "uploaded_file_does_not_have_an_allowed_extension"
+	CodeTooManyAttachments     = "you_may_only_attach_x_files"
 	// Client mistakes on the wire (shared/server.ClientError).
 	CodeMalformedBody  = "malformed_body"
 	CodeRequestTimeout = "request_timeout"
@@ -94,6 +104,11 @@ var errorTable = []struct {
 	{conversation.ErrInvalidIdempotencyKey, errorSpec{http.StatusBadRequest, CodeInvalidIdempotencyKey, "Idempotency-Key must be 1 to 255 printable ASCII characters."}},
 	{conversation.ErrIdempotencyKeyReused, errorSpec{http.StatusUnprocessableEntity, CodeIdempotencyKeyReused, "This Idempotency-Key was used for a different request."}},
 	{conversation.ErrRequestInProgress, errorSpec{http.StatusConflict, CodeRequestInProgress, "A request with this Idempotency-Key is still in progress; retry later."}},
+	{attachment.ErrNotFound, errorSpec{http.StatusNotFound, CodeAttachmentNotFound, "The requested attachment could not be found."}},
+	{attachment.ErrNoThumbnail, errorSpec{http.StatusNotFound, CodeNoThumbnail, "The attachment has no thumbnail: it is not a PNG, JPEG or GIF image, or its image is too large to scale."}},
+	{conversation.ErrAttachmentKeyNotFound, errorSpec{http.StatusBadRequest, CodeAttachmentKeyNotFound, "The attachment key is not known, or has expired."}},
+	{conversation.ErrAttachmentKeyUserWrong, errorSpec{http.StatusForbidden, CodeAttachmentKeyUserWrong, "The attachment key belongs to another user."}},
+	{conversation.ErrAttachmentKeyContextWrong, errorSpec{http.StatusBadRequest, CodeAttachmentKeyContext, "The attachment key was given for another conversation."}},
 }
 
 // Errors that carry parameters, and the ones the HTTP layer raises itself. Each is declared
@@ -124,6 +139,9 @@ var (
 	specMalformedBody    = httpSpec(http.StatusBadRequest, CodeMalformedBody, "The request body or its framing is malformed, or the body was cut short.")
 	specRequestTimeout   = httpSpec(http.StatusRequestTimeout, CodeRequestTimeout, "The request body did not arrive in time.")
 	specTooManyFields    = httpSpec(http.StatusBadRequest, CodeTooManyFields, "The request has too many form fields.")
+	specFileTooLarge     = httpSpec(http.StatusBadRequest, CodeFileTooLarge, "The uploaded file is too large.")
+	specExtension        = httpSpec(http.StatusBadRequest, CodeExtensionNotAllowed, "The uploaded file does not have an allowed extension.")
+	specTooManyAttach    = httpSpec(http.StatusBadRequest, CodeTooManyAttachments, "A message holds no more attachments.")
 )
 
 // httpSpecs lists every errorSpec declared through httpSpec, in declaration order.
@@ -180,8 +198,20 @@ func classify(err error) (spec errorSpec, params map[string]any, ok bool) {
 		editLate *conversation.EditTimeLimitError
 		tooMuch  *TooManyFieldsError
 		busy     *auth.BusyError
+		tooBig   *attachment.TooLargeError
+		badExt   *attachment.ExtensionError
+		tooMuchA *conversation.TooManyAttachmentsError
 	)
 	switch {
+	case errors.As(err, &tooBig):
+		params["max"] = tooBig.Max
+		return specFileTooLarge, params, true
+	case errors.As(err, &badExt):
+		params["allowed"] = badExt.Allowed
+		return specExtension, params, true
+	case errors.As(err, &tooMuchA):
+		params["max"] = tooMuchA.Max
+		return specTooManyAttach, params, true
 	case errors.As(err, &missing):
 		params["missing"] = missing.Fields
 		return specMissingInput, params, true

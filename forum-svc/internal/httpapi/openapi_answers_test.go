@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -124,6 +126,40 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 		for _, q := range []string{"with_messages=1", "with_messages=1&page=2", "with_messages=0&page=1", "with_messages=maybe", "with_messages=1&page=9"} {
 			send(e, "GET", "/api/conversations/10"+slash, q, nil, key(keyAlice))
 		}
+	}
+	// The attachments API, with a key of its scopes.
+	attachmentKeys(t, e)
+	for _, slash := range []string{"", "/"} {
+		p := "/api/attachments" + slash
+		validate("POST", "/api/attachments/new-key"+slash, e.upload("/api/attachments/new-key"+slash, attAlice,
+			[][2]string{{"type", "conversation_message"}, {"context[conversation_id]", "999999"}}, "", nil)) // 404
+		sendBody("POST", "/api/attachments/new-key"+slash, "application/json", `{}`, key(attAlice)) // 415
+		sendBody("POST", p, "application/json", `{}`, key(attAlice))                                // 415
+		nk := e.upload("/api/attachments/new-key"+slash, attAlice, [][2]string{{"type", "conversation_message"}}, "a.png",
+			bytes.NewReader(pngOf(t, 20, 10)))
+		validate("POST", "/api/attachments/new-key"+slash, nk) // 200
+		k := nk.json(t)["key"].(string)
+		up := e.upload(p, attAlice, [][2]string{{"key", k}}, "b.txt", strings.NewReader("hello"))
+		validate("POST", p, up) // 200
+		for _, m := range []string{"GET", "HEAD"} {
+			send(e, m, p, "key="+k, nil, key(attAlice)) // 200
+		}
+		img := fmt.Sprint(attachmentID(t, nk))
+		txt := fmt.Sprint(attachmentID(t, up))
+		for _, m := range []string{"GET", "HEAD"} {
+			send(e, m, "/api/attachments/"+img+slash, "", nil, key(attAlice))                                 // 200
+			send(e, m, "/api/attachments/999999"+slash, "", nil, key(attAlice))                               // 404
+			send(e, m, "/api/attachments/"+img+"/data"+slash, "", nil, key(attAlice))                         // 200
+			send(e, m, "/api/attachments/999999/data"+slash, "", nil, key(attAlice))                          // 404
+			send(e, m, "/api/attachments/"+img+"/data"+slash, "", nil, key(attAlice), "Range: bytes=0-3")     // 206
+			send(e, m, "/api/attachments/"+img+"/data"+slash, "", nil, key(attAlice), "Range: bytes=999999-") // 416
+			etag := e.get("/api/attachments/"+img+"/data", key(attAlice)).header.Get("ETag")
+			send(e, m, "/api/attachments/"+img+"/data"+slash, "", nil, key(attAlice), "If-None-Match: "+etag) // 304
+			send(e, m, "/api/attachments/"+img+"/thumbnail"+slash, "", nil, key(attAlice))                    // 200
+			send(e, m, "/api/attachments/"+txt+"/thumbnail"+slash, "", nil, key(attAlice))                    // 404
+		}
+		send(e, "DELETE", "/api/attachments/"+txt+slash, "", nil, key(attAlice))   // 200
+		send(e, "DELETE", "/api/attachments/999999"+slash, "", nil, key(attAlice)) // 404
 	}
 	if missed := c.Unreached(); len(missed) > 0 {
 		t.Errorf("documented but never reached: %s", strings.Join(missed, ", "))

@@ -68,7 +68,8 @@ func appendMessagePage(b []byte, p *conversation.MessagePage) (_ []byte, ok bool
 }
 
 // flatEncoder appends a struct of int64, string and bool fields (int64 ones may be omitempty), of
-// nested structs of the same, and of omitempty pointers that are nil, as encoding/json does. Its
+// nested structs of the same, and of omitempty pointers that are nil and omitempty slices that
+// are empty (a message's Attachments: most messages have none), as encoding/json does. Its
 // plan is made once from the struct's fields and json tags; a struct it cannot plan (another
 // field type, an embedded struct, an omitempty field before any field always written) leaves
 // every call to encoding/json (ok false).
@@ -133,10 +134,11 @@ func planFlat(t reflect.Type, base uintptr, fields []flatField) ([]flatField, bo
 		if !plainField(f.Type, opts) {
 			return nil, false
 		}
-		// Pointers are never written (nil, or the call gives up), so they need no comma. An
+		// Pointers and slices are never written (nil or empty, or the call gives up), so they
+		// need no comma. An
 		// omitempty int64 takes its comma from a field always written before it.
 		switch {
-		case f.Type.Kind() == reflect.Pointer:
+		case f.Type.Kind() == reflect.Pointer, f.Type.Kind() == reflect.Slice:
 		case omit && !written:
 			return nil, false
 		case omit:
@@ -166,7 +168,8 @@ func hasMarshaler(t reflect.Type) bool {
 
 // plainField tells whether flatEncoder writes a field of type t with the json options opts
 // (",a,b,") as encoding/json does: an int64 (omitempty or not), string or bool without options
-// or methods of its own, or an omitempty pointer (written only when nil, that is never).
+// or methods of its own, or an omitempty pointer or slice (written only when nil or empty, that
+// is never).
 func plainField(t reflect.Type, opts string) bool {
 	if hasMarshaler(t) {
 		return false
@@ -176,7 +179,7 @@ func plainField(t reflect.Type, opts string) bool {
 		return opts == ",," || opts == ",omitempty,"
 	case reflect.String, reflect.Bool:
 		return opts == ",,"
-	case reflect.Pointer:
+	case reflect.Pointer, reflect.Slice:
 		return opts == ",omitempty,"
 	}
 	return false
@@ -194,6 +197,12 @@ func (e *flatEncoder[T]) append(b []byte, v *T) (_ []byte, ok bool) {
 		switch f.kind {
 		case reflect.Pointer:
 			if *(*unsafe.Pointer)(p) != nil {
+				return b, false
+			}
+			continue // omitempty
+		case reflect.Slice:
+			// Any slice's header starts with its pointer and length, as []struct{}'s does.
+			if len(*(*[]struct{})(p)) != 0 {
 				return b, false
 			}
 			continue // omitempty

@@ -78,6 +78,16 @@ func TestAppendMessagePageMatchesEncodingJSON(t *testing.T) {
 	if _, ok := appendMessagePage(nil, &p); ok {
 		t.Fatal("appendMessagePage accepted an embedded conversation")
 	}
+	// So is a message with attachments; an empty list is omitted, as encoding/json omits it.
+	p = conversation.MessagePage{Messages: []conversation.Message{{Attachments: []conversation.Attachment{{AttachmentID: 1}}}}}
+	if _, ok := appendMessagePage(nil, &p); ok {
+		t.Fatal("appendMessagePage accepted a message with attachments")
+	}
+	p = conversation.MessagePage{Messages: []conversation.Message{{Attachments: []conversation.Attachment{}}}}
+	want, _ := json.Marshal(p)
+	if got, ok := appendMessagePage(nil, &p); !ok || !bytes.Equal(got, want) {
+		t.Fatalf("appendMessagePage = %s (ok %v), want %s", got, ok, want)
+	}
 }
 
 // flatEncoder writes what encoding/json writes for the structs it can plan, and refuses the others.

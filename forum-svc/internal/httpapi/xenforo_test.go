@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -16,19 +17,34 @@ import (
 )
 
 // XenForo 2.3's clients must work against this API. testdata/xenforo/conversations.json holds the
-// field names and types of XenForo's published document for the conversation operations (its
-// 200 answers and the Conversation, ConversationMessage, User and Pagination objects): every
-// answer of every conversation operation here validates against XenForo's schema of the same
-// operation, and shows every field XenForo lists for its objects, but those named below.
+// field names and types of XenForo's published document for the conversation and attachment
+// operations (their 200 answers and the Conversation, ConversationMessage, Attachment, User and
+// Pagination objects): every answer of every such operation here validates against XenForo's
+// schema of the same operation, and shows every field XenForo lists for its objects, but those
+// named below.
 
 // xenforoAbsent are the fields of XenForo's objects this API does not show, and why.
 var xenforoAbsent = map[string][]string{
 	// No HTML pages to link to.
 	"Conversation": {"view_url"},
-	// view_url: as above; Attachments: shown only when there are some, and the forum keeps none;
-	// visitor_reaction_id: only when the reader reacted; Conversation: only where the operation
-	// embeds it.
-	"ConversationMessage": {"view_url", "Attachments", "visitor_reaction_id", "Conversation"},
+	// view_url: as above; visitor_reaction_id: only when the reader reacted; Conversation: only
+	// where the operation embeds it. Attachments is shown when attach_count is not 0, and then
+	// required (xenforoWanted).
+	"ConversationMessage": {"view_url", "visitor_reaction_id", "Conversation"},
+	// Downloads are not counted, and there is no second, double-size thumbnail.
+	"Attachment": {"view_count", "retina_thumbnail_url"},
+}
+
+// xenforoWanted tells whether the object obj (XenForo's name) must show field, XenForo lists.
+func xenforoWanted(name, field string, obj map[string]any) bool {
+	switch {
+	case name == "User":
+		return slices.Contains(xenforoUserFields, field)
+	case name == "ConversationMessage" && field == "Attachments":
+		n, _ := obj["attach_count"].(float64)
+		return n != 0
+	}
+	return !slices.Contains(xenforoAbsent[name], field)
 }
 
 // xenforoUserFields are the fields of XenForo's User object the forum has.
@@ -57,18 +73,32 @@ func checkXenForoObject(report func(format string, args ...any), doc *openapi3.T
 	}
 	schema := doc.Components.Schemas[name].Value
 	for field, prop := range schema.Properties {
-		want := !slices.Contains(xenforoAbsent[name], field)
-		if name == "User" {
-			want = slices.Contains(xenforoUserFields, field)
-		}
 		got, present := obj[field]
-		if want && !present {
+		if xenforoWanted(name, field, obj) && !present {
 			report("%s: %s lacks XenForo's field %s", where, name, field)
 		}
-		if !present || prop.Ref == "" {
-			continue
+		if present {
+			checkXenForoEmbedded(report, doc, where+"."+field, prop, got)
 		}
-		checkXenForoObject(report, doc, where+"."+field, prop.Ref[strings.LastIndex(prop.Ref, "/")+1:], got)
+	}
+}
+
+// checkXenForoEmbedded checks v, the value of a field whose schema is prop, when it is one of
+// XenForo's objects or a list of them.
+func checkXenForoEmbedded(report func(format string, args ...any), doc *openapi3.T, where string, prop *openapi3.SchemaRef, v any) {
+	refName := func(ref string) string { return ref[strings.LastIndex(ref, "/")+1:] }
+	switch {
+	case prop.Ref != "":
+		checkXenForoObject(report, doc, where, refName(prop.Ref), v)
+	case prop.Value != nil && prop.Value.Items != nil && prop.Value.Items.Ref != "":
+		items, ok := v.([]any)
+		if !ok {
+			report("%s: %T, not a list", where, v)
+			return
+		}
+		for _, item := range items {
+			checkXenForoObject(report, doc, where+"[]", refName(prop.Value.Items.Ref), item)
+		}
 	}
 }
 
@@ -90,17 +120,8 @@ func checkXenForoAnswer(t *testing.T, doc *openapi3.T, method, path string, r re
 		t.Errorf("%s: the answer does not match XenForo's schema: %v\n%s", where, err, r.body)
 	}
 	for field, prop := range schema.Properties {
-		v, ok := body.(map[string]any)[field]
-		if !ok {
-			continue
-		}
-		if prop.Ref != "" {
-			checkXenForoObject(t.Errorf, doc, where+" "+field, prop.Ref[strings.LastIndex(prop.Ref, "/")+1:], v)
-		}
-		if prop.Value.Items != nil && prop.Value.Items.Ref != "" {
-			for _, item := range v.([]any) {
-				checkXenForoObject(t.Errorf, doc, where+" "+field+"[]", prop.Value.Items.Ref[strings.LastIndex(prop.Value.Items.Ref, "/")+1:], item)
-			}
+		if v, ok := body.(map[string]any)[field]; ok {
+			checkXenForoEmbedded(t.Errorf, doc, where+" "+field, prop, v)
 		}
 	}
 }
@@ -133,8 +154,56 @@ VALUES (?, 'user', 1, 'conversation:read conversation:write attachment:write', T
 		check("post", "/conversations/{id}/invite", e.post("/api/conversations/10/invite", form("recipient_ids[]", "4"), alice))
 		check("post", "/conversations/{id}/star", e.post("/api/conversations/10/star", url.Values{}, alice))
 		check("post", "/conversation-messages/{id}/react", e.post("/api/conversation-messages/1003/react", form("reaction_id", "2"), alice))
+		checkXenForoAttachments(t, e, check)
 		check("delete", "/conversations/{id}/", e.req(http.MethodDelete, "/api/conversations/12", nil, alice))
 	})
+}
+
+// checkXenForoAttachments checks the attachment operations' answers, and the messages that carry
+// attachments: a key for conversation 10 with a first file, a second file under it, the key's
+// list, a reply naming the key and an edit adding a third file, the message and the page
+// showing them, one file read and another deleted.
+func checkXenForoAttachments(t *testing.T, e *env, check func(method, path string, r response)) {
+	t.Helper()
+	attachmentKeys(t, e)
+	alice := key(attAlice)
+	newKey := func(filename string, file []byte) string {
+		t.Helper()
+		r := e.upload("/api/attachments/new-key", attAlice,
+			[][2]string{{"type", "conversation_message"}, {"context[conversation_id]", "10"}}, filename, bytes.NewReader(file))
+		check("post", "/attachments/new-key", r)
+		return r.json(t)["key"].(string)
+	}
+	akey := newKey("view.png", pngOf(t, 8, 8))
+	check("post", "/attachments/", e.upload("/api/attachments/", attAlice, [][2]string{{"key", akey}}, "notes.txt", strings.NewReader("notes")))
+	check("get", "/attachments/", e.get("/api/attachments/?key="+akey, alice))
+	reply := e.post("/api/conversation-messages", form("conversation_id", "10", "message", "two files", "attachment_key", akey), alice)
+	check("post", "/conversation-messages/", reply)
+	msg := reply.json(t)["message"].(map[string]any)
+	id := msg["message_id"].(json.Number).String()
+	wantAttachments := func(where string, m map[string]any, n int) {
+		t.Helper()
+		list, _ := m["Attachments"].([]any)
+		if got := m["attach_count"].(json.Number).String(); got != fmt.Sprint(n) || len(list) != n {
+			t.Fatalf("%s: attach_count %s and %d Attachments, want %d: %v", where, got, len(list), n, m)
+		}
+	}
+	wantAttachments("reply", msg, 2)
+	edit := e.post("/api/conversation-messages/"+id, form("message", "three files", "attachment_key", newKey("map.txt", []byte("map"))), alice)
+	check("post", "/conversation-messages/{id}/", edit)
+	wantAttachments("edit", edit.json(t)["message"].(map[string]any), 3)
+	one := e.get("/api/conversation-messages/"+id, alice)
+	check("get", "/conversation-messages/{id}/", one)
+	wantAttachments("message", one.json(t)["message"].(map[string]any), 3)
+	first := e.get("/api/conversations/10/messages", alice).json(t)["pagination"].(map[string]any)
+	page := e.get("/api/conversations/10/messages?page="+first["last_page"].(json.Number).String(), alice)
+	check("get", "/conversations/{id}/messages", page)
+	messages := page.json(t)["messages"].([]any)
+	wantAttachments("page", messages[len(messages)-1].(map[string]any), 3)
+	files := one.json(t)["message"].(map[string]any)["Attachments"].([]any)
+	check("get", "/attachments/{id}/", e.get(fmt.Sprintf("/api/attachments/%s", files[0].(map[string]any)["attachment_id"]), alice))
+	unattached := e.upload("/api/attachments/new-key", attAlice, [][2]string{{"type", "conversation_message"}}, "x.txt", strings.NewReader("x"))
+	check("delete", "/attachments/{id}/", e.req(http.MethodDelete, fmt.Sprintf("/api/attachments/%d", attachmentID(t, unattached)), nil, alice))
 }
 
 // The XenForo document's own objects are what the test reads: a field it lists for a

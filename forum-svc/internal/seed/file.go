@@ -30,6 +30,11 @@ type Options struct {
 	MessageMaxLength   *int64 `json:"messageMaxLength"`
 	// EditOwnMessageTimeLimit is in minutes; 0: no limit.
 	EditOwnMessageTimeLimit *int64 `json:"editOwnMessageTimeLimit"`
+	// AttachmentMaxFileSize is in bytes.
+	AttachmentMaxFileSize   *int64 `json:"attachmentMaxFileSize"`
+	AttachmentMaxPerMessage *int64 `json:"attachmentMaxPerMessage"`
+	// AttachmentExtensions are the extensions an upload may have (attachment.ParseExtensions).
+	AttachmentExtensions *string `json:"attachmentExtensions"`
 }
 
 // set returns the options the file sets, with their values.
@@ -40,7 +45,8 @@ func (o *Options) set() (map[store.Option]int64, error) {
 	}
 	values := map[string]*int64{"messagesPerPage": o.MessagesPerPage, "discussionsPerPage": o.DiscussionsPerPage,
 		"maxRecipients": o.MaxRecipients, "messageMaxLength": o.MessageMaxLength,
-		"editOwnMessageTimeLimit": o.EditOwnMessageTimeLimit}
+		"editOwnMessageTimeLimit": o.EditOwnMessageTimeLimit, "attachmentMaxFileSize": o.AttachmentMaxFileSize,
+		"attachmentMaxPerMessage": o.AttachmentMaxPerMessage}
 	for _, opt := range store.ForumOptions {
 		v := values[opt.Name]
 		if v == nil {

@@ -10,6 +10,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"forumstats.local/forum-svc/internal/attachment"
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/conversation"
 )
@@ -65,6 +66,11 @@ func validate(tx *gorm.DB, f *File) error {
 	c := &checker{tx: tx, users: map[int64]bool{}, fileConvs: map[int64]int{}, participants: map[int64]map[int64]bool{}}
 	if _, err := f.Options.set(); err != nil {
 		return refuse("options", "%s", err)
+	}
+	if f.Options != nil && f.Options.AttachmentExtensions != nil {
+		if _, err := attachment.ParseExtensions(*f.Options.AttachmentExtensions); err != nil {
+			return refuse("options", "%s", err)
+		}
 	}
 	if err := c.checkUsers(f); err != nil {
 		return err

@@ -24,6 +24,11 @@ func write(ctx context.Context, tx *gorm.DB, f *File, now time.Time) (Summary, e
 			return sum, err
 		}
 	}
+	if f.Options != nil && f.Options.AttachmentExtensions != nil {
+		if _, err := store.SetAttachmentExtensions(ctx, tx, *f.Options.AttachmentExtensions); err != nil {
+			return sum, err
+		}
+	}
 
 	users := make([]store.User, len(f.Users))
 	for i, u := range f.Users {

@@ -48,6 +48,9 @@ var pageColumns = []pageColumn{
 	{expr: "m.reaction_score", number: func(m *conversation.MessageRow) *int64 { return &m.ReactionScore }},
 	// The reader's reaction (NULL, read as 0: none).
 	{expr: "r.reaction_id", number: func(m *conversation.MessageRow) *int64 { return &m.VisitorReactionID }},
+	// Kept with the message (attach), so that the page counts nothing; the attachments themselves
+	// are read only for a page that has some.
+	{expr: "m.attach_count", number: func(m *conversation.MessageRow) *int64 { return &m.AttachCount }},
 }
 
 // pageKeyColumn is the index of the first message column.
@@ -61,7 +64,8 @@ var pageKeyColumn = slices.IndexFunc(pageColumns, func(c pageColumn) bool { retu
 // prepared statement instead of planning every execution. Its parameters are pageArgs. It is one
 // line, its white space collapsed, so that it stays within PostgreSQL's default
 // track_activity_query_size (1 kB) and pg_stat_activity shows it whole (the benchmark replays it
-// from there; TestPageStatementFitsActivity holds it to that).
+// from there; TestPageStatementFitsActivity holds it to that): a few of its operators go without
+// spaces to stay within it.
 var pageSQL = strings.Join(strings.Fields(buildPageSQL()), " ")
 
 func buildPageSQL() string {
@@ -84,10 +88,10 @@ LEFT JOIN (
     SELECT ` + strings.Join(inner, ", ") + `, m.position
     FROM conversation_messages m
     JOIN users u ON u.user_id = m.user_id
-    LEFT JOIN conversation_message_reactions r ON r.message_id = m.message_id AND r.user_id = ?
+    LEFT JOIN conversation_message_reactions r ON r.message_id=m.message_id AND r.user_id=?
     WHERE m.conversation_id = ?
-      AND m.position BETWEEN (CAST(? AS BIGINT) - 1) * (SELECT messages_per_page FROM forum_options) + 1
-                         AND CAST(? AS BIGINT) * (SELECT messages_per_page FROM forum_options)
+      AND m.position BETWEEN (CAST(? AS BIGINT)-1)*(SELECT messages_per_page FROM forum_options)+1
+                         AND CAST(? AS BIGINT)*(SELECT messages_per_page FROM forum_options)
     ORDER BY m.position
     LIMIT 100
 ) m ON TRUE

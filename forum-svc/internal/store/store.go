@@ -20,6 +20,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"forumstats.local/forum-svc/internal/attachment"
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/conversation"
 	"forumstats.local/shared/db"
@@ -82,6 +83,7 @@ SELECT m.message_id, m.conversation_id, m.message, m.message_date, m.user_id, mu
        COALESCE((SELECT r.reaction_id FROM conversation_message_reactions r
                  WHERE r.message_id = m.message_id AND r.user_id = p.user_id), 0),
        o.edit_own_message_time_limit,
+       m.attach_count,
        ` + conversationColumns + `
 FROM conversation_messages m
 CROSS JOIN forum_options o
@@ -118,10 +120,19 @@ const userExistsSQL = `SELECT 1 FROM users WHERE user_id = ?`
 // MessagePage implements conversation.Store.
 func (s *Store) MessagePage(ctx context.Context, conversationID, userID, page int64) (conversation.PageRows, error) {
 	return db.ReadValue(ctx, s.reads, s.db, userID, func(gdb *gorm.DB) (conversation.PageRows, error) {
+		var (
+			p   conversation.PageRows
+			err error
+		)
 		if s.pgPage != "" {
-			return s.messagePagePostgres(ctx, gdb, conversationID, userID, page)
+			p, err = s.messagePagePostgres(ctx, gdb, conversationID, userID, page)
+		} else {
+			p, err = messagePageSQL(gdb.WithContext(ctx), conversationID, userID, page)
 		}
-		return messagePageSQL(gdb.WithContext(ctx), conversationID, userID, page)
+		if ids := withAttachments(p.Messages); err == nil && len(ids) > 0 {
+			err = fillAttachments(gdb.WithContext(ctx), p.Messages, ids)
+		}
+		return p, err
 	})
 }
 
@@ -168,13 +179,20 @@ func messageOn(q *gorm.DB, messageID, userID int64) (conversation.MessageRow, co
 		c conversation.ConversationRow
 	)
 	dest := []any{&m.MessageID, &m.ConversationID, &m.Message, &m.MessageDate, &m.UserID, &m.Username,
-		&m.MessageParsed, &m.ReactionScore, &m.VisitorReactionID, &m.EditTimeLimit}
+		&m.MessageParsed, &m.ReactionScore, &m.VisitorReactionID, &m.EditTimeLimit, &m.AttachCount}
 	err := q.Raw(messageSQL, userID, messageID).Row().Scan(scanConversation(dest, &c)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, c, conversation.ErrMessageNotFound
 	}
 	if err != nil {
 		return m, c, fmt.Errorf("read message: %w", err)
+	}
+	if m.AttachCount > 0 {
+		one := []conversation.MessageRow{m}
+		if err := fillAttachments(q, one, []int64{m.MessageID}); err != nil {
+			return m, c, err
+		}
+		m = one[0]
 	}
 	return m, c, recipients(q, &c)
 }
@@ -330,6 +348,10 @@ var ForumOptions = []Option{
 	{"messageMaxLength", "message_max_length", 1, conversation.MaxMessageLength},
 	// Minutes after its date within which an author may edit their message; 0: no limit.
 	{"editOwnMessageTimeLimit", "edit_own_message_time_limit", 0, conversation.MaxEditOwnMessageTimeLimit},
+	// Bytes an uploaded file may have; the upload routes' body limit follows it.
+	{"attachmentMaxFileSize", "attachment_max_file_size", 1, attachment.MaxMaxFileSize},
+	// Files a message may hold (and a key may hold before they are attached).
+	{"attachmentMaxPerMessage", "attachment_max_per_message", 1, attachment.MaxMaxPerMessage},
 }
 
 // LookupOption finds an option by name.

@@ -138,6 +138,9 @@ VALUES (?, ?, ?, ?, ?, 1) RETURNING message_id`, id, c.StarterID, c.Message, c.P
 			messageID, messageID, id).Error; err != nil {
 			return nil, 0, err
 		}
+		if err := attach(tx, c.AttachmentKey, c.StarterID, id, messageID, true); err != nil {
+			return nil, 0, err
+		}
 		// The starter has read it; every recipient has it unread.
 		if err := addParticipants(tx, id, []int64{c.StarterID}, c.Date, c.Date); err != nil {
 			return nil, 0, err
@@ -174,6 +177,9 @@ VALUES (?, ?, ?, ?, ?, (SELECT message_count + 1 FROM conversations WHERE conver
 		if err != nil {
 			return nil, 0, fmt.Errorf("insert message: %w", err)
 		}
+		if err := attach(tx, r.AttachmentKey, r.UserID, r.ConversationID, messageID, false); err != nil {
+			return nil, 0, err
+		}
 		if err := tx.Exec(`UPDATE conversations SET message_count = message_count + 1, last_message_id = ?, last_message_date = ?
 WHERE conversation_id = ?`, messageID, r.Date, r.ConversationID).Error; err != nil {
 			return nil, 0, err
@@ -201,7 +207,7 @@ WHERE conversation_id = ?`, r.Date, stateLeft, stateIn, r.UserID, r.Date, r.Date
 // editTargetSQL reads what CheckEdit judges, for a participant who has not left the message's
 // conversation.
 const editTargetSQL = `
-SELECT m.user_id, m.message_date, c.conversation_open
+SELECT m.user_id, m.message_date, c.conversation_open, m.conversation_id
 FROM conversation_messages m
 JOIN conversations c ON c.conversation_id = m.conversation_id
 JOIN conversation_participants p ON p.conversation_id = m.conversation_id AND p.user_id = ? AND p.left_state = 0
@@ -217,8 +223,11 @@ func (s *Store) EditMessage(ctx context.Context, e conversation.MessageEdit) (m 
 		if s.dialect.Name == db.Postgres.Name {
 			q += " FOR UPDATE OF c"
 		}
-		var t conversation.EditTarget
-		err := tx.Raw(q, e.UserID, e.MessageID).Row().Scan(&t.AuthorID, &t.MessageDate, &t.ConversationOpen)
+		var (
+			t              conversation.EditTarget
+			conversationID int64
+		)
+		err := tx.Raw(q, e.UserID, e.MessageID).Row().Scan(&t.AuthorID, &t.MessageDate, &t.ConversationOpen, &conversationID)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return conversation.ErrMessageNotFound
@@ -230,6 +239,9 @@ func (s *Store) EditMessage(ctx context.Context, e conversation.MessageEdit) (m 
 		}
 		if err := tx.Exec(`UPDATE conversation_messages SET message = ?, message_parsed = ? WHERE message_id = ?`,
 			e.Text, e.Parsed, e.MessageID).Error; err != nil {
+			return err
+		}
+		if err := attach(tx, e.AttachmentKey, e.UserID, conversationID, e.MessageID, false); err != nil {
 			return err
 		}
 		m, c, err = messageOn(tx, e.MessageID, e.UserID)

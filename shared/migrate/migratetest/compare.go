@@ -24,6 +24,8 @@ var sqliteTypes = map[string][]string{
 	// SQLite does not enforce a length; the only such column holds a SHA-256 digest in hex,
 	// always 64 characters, computed by the service.
 	"character(64)": {"TEXT"},
+	// Bytes as stored: SQLite's BLOB keeps them unchanged.
+	"bytea": {"BLOB"},
 }
 
 // Equivalents pairs a PostgreSQL CHECK with the SQLite CHECK that enforces the same rule where
