@@ -37,7 +37,12 @@ func (a *api) answer(c echo.Context, ans answers.Answer, now time.Time) error {
 // headers GET would (Content-Encoding, the gzip Content-Length and ETag) without a body. The
 // answer varies with Accept-Encoding either way: a shared cache must key on it.
 func gzipFor(c echo.Context, n int) bool {
-	c.Response().Header().Add(echo.HeaderVary, echo.HeaderAcceptEncoding)
+	h := c.Response().Header()
+	if v := h.Get(echo.HeaderVary); v != "" {
+		h.Set(echo.HeaderVary, v+", "+echo.HeaderAcceptEncoding) // one field: "Accept, Accept-Encoding"
+	} else {
+		h.Set(echo.HeaderVary, echo.HeaderAcceptEncoding)
+	}
 	return httpcoding.Worth(n) && httpcoding.AcceptsGzip(c.Request().Header.Values(echo.HeaderAcceptEncoding))
 }
 

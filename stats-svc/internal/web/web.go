@@ -47,14 +47,15 @@ type Dashboard struct {
 	sub   fs.FS
 	files http.Handler
 	csp   string
-	texts map[string]text // by name under static/, index.html included
+	known map[string]file // by name under static/, index.html included
 }
 
-// text is a text file worth compressing: its identity tag and its gzip bytes, computed once when
-// the dashboard is built (the files are fixed at build time).
-type text struct {
+// file is what the dashboard knows of a file beyond the file server: its identity tag and, for a
+// text file worth compressing, its gzip bytes, computed once when the dashboard is built (the
+// files are fixed at build time).
+type file struct {
 	tag, contentType string
-	gzip             []byte
+	gzip             []byte // nil: sent as it is
 }
 
 // compressible are the extensions of the dashboard's text files, the ones gzip shrinks.
@@ -66,27 +67,27 @@ func New(opts Options) *Dashboard {
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
 	}
-	texts := map[string]text{}
+	files := map[string]file{}
 	err = fs.WalkDir(sub, ".", func(name string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() || !compressible[path.Ext(name)] {
+		if err != nil || e.IsDir() {
 			return err
 		}
 		b, err := fs.ReadFile(sub, name)
-		if err != nil || !httpcoding.Worth(len(b)) {
+		if err != nil {
 			return err
 		}
 		sum := sha256.Sum256(b)
-		texts[name] = text{
-			tag:         `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`,
-			contentType: mime.TypeByExtension(path.Ext(name)),
-			gzip:        httpcoding.Gzip(b),
+		f := file{tag: `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`, contentType: mime.TypeByExtension(path.Ext(name))}
+		if compressible[path.Ext(name)] && httpcoding.Worth(len(b)) {
+			f.gzip = httpcoding.Gzip(b)
 		}
+		files[name] = f
 		return nil
 	})
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
 	}
-	return &Dashboard{sub: sub, files: http.FileServer(http.FS(sub)), csp: ContentSecurityPolicy(opts.CDN), texts: texts}
+	return &Dashboard{sub: sub, files: http.FileServer(http.FS(sub)), csp: ContentSecurityPolicy(opts.CDN), known: files}
 }
 
 // Refusal is a request the dashboard does not answer itself: its HTTP status (404, 405, or the
@@ -132,7 +133,7 @@ func (d *Dashboard) serve(w http.ResponseWriter, r *http.Request, page bool, nam
 		r.URL.Path = "/" + name
 	}
 	h.Set("Cache-Control", "public, max-age=60")
-	if t, ok := d.texts[name]; ok && d.text(w, r, t) {
+	if f, ok := d.known[name]; ok && d.validated(w, r, f) {
 		return nil
 	}
 	rw := &refusals{ResponseWriter: w}
@@ -144,15 +145,16 @@ func (d *Dashboard) serve(w http.ResponseWriter, r *http.Request, page bool, nam
 	return nil
 }
 
-// text answers a text file worth compressing when it can, and reports whether it did: a 304 when
+// validated answers a file itself when it can, and reports whether it did: a 304 when
 // If-None-Match names the file's tag in either coding (a client keeps whichever it was sent), and
-// the gzip bytes (a HEAD: their headers) for a client that accepts gzip. A Range, an If-Match or
-// an If-Unmodified-Since is left to the file server on the identity bytes (byte ranges name
-// offsets in those). The ETag names the representation: the identity tag, or its gzip form.
-func (d *Dashboard) text(w http.ResponseWriter, r *http.Request, t text) bool {
+// the gzip bytes (a HEAD: their headers) of a text file worth compressing for a client that
+// accepts gzip. A Range, an If-Match or an If-Unmodified-Since is left to the file server on the
+// identity bytes (byte ranges name offsets in those), and so is everything else. The ETag names
+// the representation: the identity tag, or its gzip form.
+func (d *Dashboard) validated(w http.ResponseWriter, r *http.Request, t file) bool {
 	h := w.Header()
-	h.Add("Vary", "Accept-Encoding")
-	gz := r.Header.Get("Range") == "" && r.Header.Get("If-Match") == "" &&
+	h.Set("Vary", "Accept-Encoding")
+	gz := t.gzip != nil && r.Header.Get("Range") == "" && r.Header.Get("If-Match") == "" &&
 		r.Header.Get("If-Unmodified-Since") == "" && httpcoding.AcceptsGzip(r.Header.Values("Accept-Encoding"))
 	if gz {
 		h.Set("ETag", httpcoding.GzipTag(t.tag))

@@ -1254,10 +1254,15 @@ func TestStaticGzip(t *testing.T) {
 			t.Fatalf("%s If-Range: %d", path, r.StatusCode)
 		}
 	}
-	// A file under 1 KiB, or one that is not text, goes as it is.
-	for _, path := range []string{"/static/vendor/uplot/VERSION"} {
-		if r, _ := get("GET", path, "Accept-Encoding", "gzip"); r.StatusCode != 200 || r.Header.Get("Content-Encoding") != "" {
-			t.Fatalf("%s: %d Content-Encoding %q", path, r.StatusCode, r.Header.Get("Content-Encoding"))
+	// A file under 1 KiB, or one that is not text, goes as it is, with its tag.
+	for _, path := range []string{"/static/vendor/uplot/VERSION", "/static/vendor/uplot/LICENSE"} {
+		r, _ := get("GET", path, "Accept-Encoding", "gzip")
+		tag := r.Header.Get("ETag")
+		if r.StatusCode != 200 || r.Header.Get("Content-Encoding") != "" || len(tag) < 10 {
+			t.Fatalf("%s: %d Content-Encoding %q ETag %q", path, r.StatusCode, r.Header.Get("Content-Encoding"), tag)
+		}
+		if r, _ := get("GET", path, "If-None-Match", tag, "Accept-Encoding", "gzip"); r.StatusCode != 304 || r.Header.Get("ETag") != tag {
+			t.Fatalf("%s revalidated: %d ETag %q", path, r.StatusCode, r.Header.Get("ETag"))
 		}
 	}
 }
