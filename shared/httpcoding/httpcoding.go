@@ -19,15 +19,16 @@ const MinSize = 1024
 func AcceptsGzip(fields []string) bool {
 	star := false
 	for _, f := range fields {
-		for _, item := range strings.Split(f, ",") {
+		for f != "" {
+			var item string
+			item, f, _ = strings.Cut(f, ",")
 			name, params, _ := strings.Cut(item, ";")
-			name = strings.ToLower(strings.TrimSpace(name))
-			ok := qAbove0(params)
-			switch name {
-			case "gzip", "x-gzip":
-				return ok
-			case "*":
-				star = ok
+			name = strings.TrimSpace(name)
+			switch {
+			case strings.EqualFold(name, "gzip"), strings.EqualFold(name, "x-gzip"):
+				return qAbove0(params)
+			case name == "*":
+				star = qAbove0(params)
 			}
 		}
 	}
@@ -36,9 +37,11 @@ func AcceptsGzip(fields []string) bool {
 
 // qAbove0 reads a coding's parameters: true unless a q-value is zero or unreadable.
 func qAbove0(params string) bool {
-	for _, p := range strings.Split(params, ";") {
+	for params != "" {
+		var p string
+		p, params, _ = strings.Cut(params, ";")
 		k, v, ok := strings.Cut(strings.TrimSpace(p), "=")
-		if !ok || strings.ToLower(strings.TrimSpace(k)) != "q" {
+		if !ok || !strings.EqualFold(strings.TrimSpace(k), "q") {
 			continue
 		}
 		q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)

@@ -142,3 +142,11 @@ func FuzzGzip(f *testing.F) {
 		}
 	})
 }
+
+// The coding is decided on every request: the decision allocates nothing.
+func TestAcceptsGzipAllocates(t *testing.T) {
+	fields := []string{"br;q=1.0, gzip;q=0.8, *;q=0.1"}
+	if n := testing.AllocsPerRun(100, func() { AcceptsGzip(fields) }); n != 0 {
+		t.Errorf("AcceptsGzip allocates %v times", n)
+	}
+}

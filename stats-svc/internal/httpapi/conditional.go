@@ -25,32 +25,35 @@ func (a *api) answer(c echo.Context, ans answers.Answer, now time.Time) error {
 	if tag == "" {
 		tag = answers.Tag(ans.Body) // no cache in front (tests, tools)
 	}
-	gz := gzipFor(c, len(ans.Body))
-	if a.validators(c, ans, tag, gz, now) {
+	gzTag := gzipFor(c, tag, len(ans.Body))
+	if a.validators(c, ans, tag, gzTag, now) {
 		return nil
 	}
-	return a.send(c, echo.MIMEApplicationJSON, tag, ans.Body, gz)
+	return a.send(c, echo.MIMEApplicationJSON, ans.Body, gzTag)
 }
 
-// gzipFor decides the coding of an answer whose identity body is n bytes: gzip when the client
-// accepts it and the body is worth it (httpcoding.Worth). HEAD decides as GET does, and gets the
+// gzipFor decides the coding of an answer tagged tag whose identity body is n bytes: gzip when the
+// client accepts it and the body is worth it (httpcoding.Worth), and returns the gzip
+// representation's tag then ("" for the identity one). HEAD decides as GET does, and gets the
 // headers GET would (Content-Encoding, the gzip Content-Length and ETag) without a body. The
 // answer varies with Accept-Encoding either way: a shared cache must key on it.
-func gzipFor(c echo.Context, n int) bool {
+func gzipFor(c echo.Context, tag string, n int) string {
 	h := c.Response().Header()
 	if v := h.Get(echo.HeaderVary); v != "" {
 		h.Set(echo.HeaderVary, v+", "+echo.HeaderAcceptEncoding) // one field: "Accept, Accept-Encoding"
 	} else {
 		h.Set(echo.HeaderVary, echo.HeaderAcceptEncoding)
 	}
-	return httpcoding.Worth(n) && httpcoding.AcceptsGzip(c.Request().Header.Values(echo.HeaderAcceptEncoding))
+	if !httpcoding.Worth(n) || !httpcoding.AcceptsGzip(c.Request().Header.Values(echo.HeaderAcceptEncoding)) {
+		return ""
+	}
+	return httpcoding.GzipTag(tag)
 }
 
-// send writes body as contentType, or with gz its gzip bytes, compressed once per tag and kept in
-// the gzip memo, so that a cached answer is not compressed again on every request.
-func (a *api) send(c echo.Context, contentType, tag string, body []byte, gz bool) error {
-	if gz {
-		gzTag := httpcoding.GzipTag(tag)
+// send writes body as contentType, or with gzTag (not "") its gzip bytes, compressed once per tag
+// and kept in the gzip memo, so that a cached answer is not compressed again on every request.
+func (a *api) send(c echo.Context, contentType string, body []byte, gzTag string) error {
+	if gzTag != "" {
 		z, ok := a.gzip.get(gzTag)
 		if !ok {
 			z = httpcoding.Gzip(body)
@@ -84,8 +87,8 @@ func (a *api) answerCSV(c echo.Context, ans answers.Answer, exp exporter, now ti
 	tag = csvTag(tag)
 	// The coding follows the JSON body's size, which the CSV is rendered from, so that a 304
 	// (whose ETag names the coding) costs no rendering either.
-	gz := gzipFor(c, len(ans.Body))
-	if a.validators(c, ans, tag, gz, now) {
+	gzTag := gzipFor(c, tag, len(ans.Body))
+	if a.validators(c, ans, tag, gzTag, now) {
 		return nil
 	}
 	e, ok := a.csv.get(tag)
@@ -98,19 +101,19 @@ func (a *api) answerCSV(c echo.Context, ans answers.Answer, exp exporter, now ti
 		a.csv.put(tag, e)
 	}
 	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="`+e.filename+`"`)
-	return a.send(c, "text/csv; charset=utf-8", tag, e.body, gz)
+	return a.send(c, "text/csv; charset=utf-8", e.body, gzTag)
 }
 
 // validators sets the ETag, Cache-Control and, on an answer served stale because the database
 // is unreachable, Cache-Status; it answers 304 and reports true when If-None-Match names tag in
-// either coding. The ETag sent names the representation a 200 would carry: tag, or with gz its
-// gzip form.
+// either coding. The ETag sent names the representation a 200 would carry: tag, or gzTag when
+// it is not "".
 //
 // Every answer allows stale-if-error for the service's own window: a cache in front (or a
 // client's) may keep serving it while the service fails, as the service itself does. A stale
 // answer says so in Cache-Status (RFC 9211: a hit whose freshness ended ttl seconds ago) and may
 // not be reused without asking again.
-func (a *api) validators(c echo.Context, ans answers.Answer, tag string, gz bool, now time.Time) bool {
+func (a *api) validators(c echo.Context, ans answers.Answer, tag, gzTag string, now time.Time) bool {
 	h := c.Response().Header()
 	maxAgeS := maxAgeSeconds(ans.ValidUntil, now)
 	if ans.Stale {
@@ -122,8 +125,8 @@ func (a *api) validators(c echo.Context, ans answers.Answer, tag string, gz bool
 		cc += ", stale-if-error=" + strconv.FormatInt(int64(a.staleIfError/time.Second), 10)
 	}
 	h.Set(echo.HeaderCacheControl, cc)
-	if gz {
-		h.Set("ETag", httpcoding.GzipTag(tag))
+	if gzTag != "" {
+		h.Set("ETag", gzTag)
 	} else {
 		h.Set("ETag", tag)
 	}
