@@ -65,7 +65,8 @@ type api struct {
 	reports      Reports
 	now          func() time.Time
 	staleIfError time.Duration
-	csv          *csvMemo
+	csv          *memo[csvEntry]
+	gzip         *memo[[]byte]
 }
 
 // New returns stats-svc's HTTP handler: shared/server's middleware and probes, the API answering
@@ -99,14 +100,17 @@ func mountDashboard(e *echo.Echo, d *web.Dashboard) {
 	e.Any("/static/*", func(c echo.Context) error { return refusal(d.File(c.Response(), c.Request(), c.Param("*"))) })
 }
 
-// csvMemoBytes bounds the rendered CSVs kept (csvMemo).
-const csvMemoBytes = 32 << 20
+// csvMemoBytes bounds the rendered CSVs kept, gzipMemoBytes the compressed answers kept (memo).
+const (
+	csvMemoBytes  = 32 << 20
+	gzipMemoBytes = 16 << 20
+)
 
 // register adds the three operations and the OpenAPI document, each with and
 // without a trailing slash, the CORS header every response carries and the
 // per-client rate limit of every route but the probes.
 func register(e *echo.Echo, reports Reports, opts Options) {
-	a := &api{reports: reports, now: opts.Now, staleIfError: opts.StaleIfError, csv: newCSVMemo(csvMemoBytes)}
+	a := &api{reports: reports, now: opts.Now, staleIfError: opts.StaleIfError, csv: newCSVMemo(csvMemoBytes), gzip: newGzipMemo(gzipMemoBytes)}
 	e.Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			c.Response().Header().Set(echo.HeaderAccessControlAllowOrigin, "*")

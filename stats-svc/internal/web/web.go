@@ -4,10 +4,17 @@
 package web
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"io/fs"
+	"mime"
 	"net/http"
 	"net/url"
+	"path"
+	"strconv"
+
+	"forumstats.local/shared/httpcoding"
 )
 
 //go:embed static
@@ -40,7 +47,19 @@ type Dashboard struct {
 	sub   fs.FS
 	files http.Handler
 	csp   string
+	known map[string]file // by name under static/, index.html included
 }
+
+// file is what the dashboard knows of a file beyond the file server: its identity tag and, for a
+// text file worth compressing, its gzip bytes, computed once when the dashboard is built (the
+// files are fixed at build time).
+type file struct {
+	tag, contentType string
+	gzip             []byte // nil: sent as it is
+}
+
+// compressible are the extensions of the dashboard's text files, the ones gzip shrinks.
+var compressible = map[string]bool{".html": true, ".js": true, ".css": true, ".svg": true, ".json": true, ".txt": true}
 
 // New returns the dashboard for opts.
 func New(opts Options) *Dashboard {
@@ -48,7 +67,27 @@ func New(opts Options) *Dashboard {
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
 	}
-	return &Dashboard{sub: sub, files: http.FileServer(http.FS(sub)), csp: ContentSecurityPolicy(opts.CDN)}
+	files := map[string]file{}
+	err = fs.WalkDir(sub, ".", func(name string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(sub, name)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		f := file{tag: `"` + base64.RawURLEncoding.EncodeToString(sum[:12]) + `"`, contentType: mime.TypeByExtension(path.Ext(name))}
+		if compressible[path.Ext(name)] && httpcoding.Worth(len(b)) {
+			f.gzip = httpcoding.Gzip(b)
+		}
+		files[name] = f
+		return nil
+	})
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	return &Dashboard{sub: sub, files: http.FileServer(http.FS(sub)), csp: ContentSecurityPolicy(opts.CDN), known: files}
 }
 
 // Refusal is a request the dashboard does not answer itself: its HTTP status (404, 405, or the
@@ -86,6 +125,7 @@ func (d *Dashboard) serve(w http.ResponseWriter, r *http.Request, page bool, nam
 	r = r.Clone(r.Context())
 	if page {
 		r.URL.Path = "/"
+		name = "index.html"
 	} else {
 		if st, err := fs.Stat(d.sub, name); err != nil || st.IsDir() || name == "index.html" {
 			return &Refusal{http.StatusNotFound}
@@ -93,6 +133,9 @@ func (d *Dashboard) serve(w http.ResponseWriter, r *http.Request, page bool, nam
 		r.URL.Path = "/" + name
 	}
 	h.Set("Cache-Control", "public, max-age=60")
+	if f, ok := d.known[name]; ok && d.validated(w, r, f) {
+		return nil
+	}
 	rw := &refusals{ResponseWriter: w}
 	d.files.ServeHTTP(rw, r)
 	if rw.status != 0 {
@@ -100,6 +143,40 @@ func (d *Dashboard) serve(w http.ResponseWriter, r *http.Request, page bool, nam
 		return &Refusal{rw.status}
 	}
 	return nil
+}
+
+// validated answers a file itself when it can, and reports whether it did: a 304 when
+// If-None-Match names the file's tag in either coding (a client keeps whichever it was sent), and
+// the gzip bytes (a HEAD: their headers) of a text file worth compressing for a client that
+// accepts gzip. A Range, an If-Match or an If-Unmodified-Since is left to the file server on the
+// identity bytes (byte ranges name offsets in those), and so is everything else. The ETag names
+// the representation: the identity tag, or its gzip form.
+func (d *Dashboard) validated(w http.ResponseWriter, r *http.Request, t file) bool {
+	h := w.Header()
+	h.Set("Vary", "Accept-Encoding")
+	gz := t.gzip != nil && r.Header.Get("Range") == "" && r.Header.Get("If-Match") == "" &&
+		r.Header.Get("If-Unmodified-Since") == "" && httpcoding.AcceptsGzip(r.Header.Values("Accept-Encoding"))
+	if gz {
+		h.Set("ETag", httpcoding.GzipTag(t.tag))
+	} else {
+		h.Set("ETag", t.tag) // the file server also checks If-Range against it
+	}
+	if r.Header.Get("If-Match") == "" && r.Header.Get("If-Unmodified-Since") == "" &&
+		httpcoding.NoneMatch(r.Header.Values("If-None-Match"), t.tag) {
+		w.WriteHeader(http.StatusNotModified)
+		return true
+	}
+	if !gz {
+		return false
+	}
+	h.Set("Content-Type", t.contentType)
+	h.Set("Content-Encoding", "gzip")
+	h.Set("Content-Length", strconv.Itoa(len(t.gzip)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(t.gzip) // a client gone is nothing to answer
+	}
+	return true
 }
 
 // refusals holds back the file server's refusals (412 for an If-Match, 416 for a Range outside

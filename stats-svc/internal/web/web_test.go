@@ -207,8 +207,11 @@ func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = zw.Write(c.body.Bytes())
 	_ = zw.Close()
 	size := gz.Len()
-	if c.body.Len() == 0 {
+	switch {
+	case c.body.Len() == 0:
 		size = 0
+	case c.Header().Get("Content-Encoding") == "gzip":
+		size = c.body.Len() // the service compressed it already
 	}
 	rec.mu.Lock()
 	rec.hits = append(rec.hits, hit{r.URL.Path, r.URL.RawQuery, r.Header.Get("If-None-Match"), c.status, c.body.Len(), size})
@@ -1176,6 +1179,90 @@ func TestContentSecurityPolicy(t *testing.T) {
 		if !strings.Contains(csp, tt.img) || strings.Contains(csp, "unsafe") || !strings.Contains(csp, "frame-ancestors 'none'") ||
 			!strings.HasPrefix(csp, "default-src 'none'; script-src 'self'; style-src 'self';") {
 			t.Errorf("%q: %q", tt.cdn, csp)
+		}
+	}
+}
+
+// The page and its text files of 1 KiB or more go gzip-compressed to a client that accepts it,
+// with Vary: Accept-Encoding and an ETag per coding (either revalidates); a Range, or a client
+// without gzip, gets the identity bytes; HEAD gets GET's headers.
+func TestStaticGzip(t *testing.T) {
+	h := httpapi.New(nil, httpapi.Options{Now: time.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Dashboard: web.New(web.Options{})})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	// No transparent decoding: the test reads the bytes on the wire.
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	get := func(method, path string, header ...string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, nil)
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, b
+	}
+	for _, path := range []string{"/", "/static/app.js", "/static/app.css", "/static/vendor/uplot/uPlot.iife.min.js", "/static/vendor/uplot/uPlot.min.css"} {
+		plain, body := get("GET", path)
+		tag := plain.Header.Get("ETag")
+		if plain.StatusCode != 200 || plain.Header.Get("Content-Encoding") != "" || plain.Header.Get("Content-Length") != strconv.Itoa(len(body)) ||
+			len(tag) < 10 || tag[0] != '"' || plain.Header.Get("Vary") != "Accept-Encoding" {
+			t.Fatalf("%s identity: %d Content-Encoding %q Content-Length %q for %d ETag %q Vary %q", path, plain.StatusCode,
+				plain.Header.Get("Content-Encoding"), plain.Header.Get("Content-Length"), len(body), tag, plain.Header.Get("Vary"))
+		}
+		gzTag := strings.TrimSuffix(tag, `"`) + `-gzip"`
+		z, zbody := get("GET", path, "Accept-Encoding", "gzip, br")
+		if z.StatusCode != 200 || z.Header.Get("Content-Encoding") != "gzip" || z.Header.Get("ETag") != gzTag ||
+			z.Header.Get("Content-Length") != strconv.Itoa(len(zbody)) || z.Header.Get("Content-Type") != plain.Header.Get("Content-Type") ||
+			z.Header.Get("Vary") != "Accept-Encoding" || z.Header.Get("Content-Security-Policy") == "" || z.Header.Get("Cache-Control") != "public, max-age=60" {
+			t.Fatalf("%s gzip: %d %v", path, z.StatusCode, z.Header)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(zbody))
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if dec, err := io.ReadAll(zr); err != nil || !bytes.Equal(dec, body) || len(zbody) >= len(body) {
+			t.Fatalf("%s: %d gzip bytes decode to %d bytes (%v), identity %d", path, len(zbody), len(dec), err, len(body))
+		}
+		if head, b := get("HEAD", path, "Accept-Encoding", "gzip"); len(b) != 0 || head.Header.Get("Content-Length") != z.Header.Get("Content-Length") ||
+			head.Header.Get("ETag") != gzTag || head.Header.Get("Content-Encoding") != "gzip" {
+			t.Fatalf("%s HEAD gzip: %v", path, head.Header)
+		}
+		for _, tt := range []struct{ inm, ae, want string }{{tag, "gzip", gzTag}, {gzTag, "gzip", gzTag}, {gzTag, "", tag}, {tag, "", tag}} {
+			r, b := get("GET", path, "If-None-Match", tt.inm, "Accept-Encoding", tt.ae)
+			if r.StatusCode != 304 || len(b) != 0 || r.Header.Get("ETag") != tt.want {
+				t.Fatalf("%s If-None-Match %s Accept-Encoding %q: %d ETag %q", path, tt.inm, tt.ae, r.StatusCode, r.Header.Get("ETag"))
+			}
+		}
+		if r, b := get("GET", path, "If-None-Match", `"other"`, "Accept-Encoding", "gzip"); r.StatusCode != 200 || r.Header.Get("Content-Encoding") != "gzip" || !bytes.Equal(b, zbody) {
+			t.Fatalf("%s: another tag answered %d", path, r.StatusCode)
+		}
+		// A range names offsets in the identity bytes: never compressed, validated by the identity tag.
+		r, b := get("GET", path, "Range", "bytes=0-9", "Accept-Encoding", "gzip")
+		if r.StatusCode != 206 || r.Header.Get("Content-Encoding") != "" || !bytes.Equal(b, body[:10]) || r.Header.Get("ETag") != tag {
+			t.Fatalf("%s range: %d Content-Encoding %q %q", path, r.StatusCode, r.Header.Get("Content-Encoding"), b)
+		}
+		if r, b := get("GET", path, "Range", "bytes=0-9", "If-Range", tag, "Accept-Encoding", "gzip"); r.StatusCode != 206 || !bytes.Equal(b, body[:10]) {
+			t.Fatalf("%s If-Range: %d", path, r.StatusCode)
+		}
+	}
+	// A file under 1 KiB, or one that is not text, goes as it is, with its tag.
+	for _, path := range []string{"/static/vendor/uplot/VERSION", "/static/vendor/uplot/LICENSE"} {
+		r, _ := get("GET", path, "Accept-Encoding", "gzip")
+		tag := r.Header.Get("ETag")
+		if r.StatusCode != 200 || r.Header.Get("Content-Encoding") != "" || len(tag) < 10 {
+			t.Fatalf("%s: %d Content-Encoding %q ETag %q", path, r.StatusCode, r.Header.Get("Content-Encoding"), tag)
+		}
+		if r, _ := get("GET", path, "If-None-Match", tag, "Accept-Encoding", "gzip"); r.StatusCode != 304 || r.Header.Get("ETag") != tag {
+			t.Fatalf("%s revalidated: %d ETag %q", path, r.StatusCode, r.Header.Get("ETag"))
 		}
 	}
 }

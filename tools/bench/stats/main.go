@@ -13,7 +13,8 @@
 //     Moscow (the median, window by window, of the ratio; the two asked alternately);
 //  4. warm cache: stats-svc's requests/s are at least 60 % of those of a bare net/http handler
 //     writing the same bytes (the ceiling), measured side by side in alternating slices with the
-//     same clients;
+//     same clients: identity bytes for a client that asks no coding, and for the all-servers
+//     range also the gzip bytes for a client that asks gzip;
 //  5. the dashboard's first load in headless Chromium (dashboard.go), five times, each in a fresh
 //     browser on a cold server cache: its page, files and API answers weigh at most 150,000 bytes
 //     on the wire (Chromium's encodedDataLength, asking Accept-Encoding: gzip), and its first
@@ -33,7 +34,8 @@
 // printed beside this one's: the machine's drift (10–40 % within a minute) hits them alike.
 //
 // The ceiling runs as a process of its own too: this command started again as
-// `stats bare ADDR PATH FILE` serves FILE's bytes at PATH with a bare net/http handler.
+// `stats bare ADDR PATH FILE [ENCODING]` serves FILE's bytes at PATH with a bare net/http handler
+// (announced as Content-Encoding ENCODING when given).
 package main
 
 import (

@@ -78,11 +78,21 @@ func measure(ctx context.Context, e *benchEnv, o options) (results, error) {
 		return r, err
 	}
 	from, to := e.today.AddDays(-30), e.today
-	for _, t := range []struct{ label, target string }{
-		{"all servers, 31-day range", statsPath + "?period=range&from=" + from.String() + "&to=" + to.String()},
-		{"one server, one day", statsPath + "?period=day&server=1"},
+	// The warm client asks no content coding (DisableCompression), as it always has: both sides
+	// send the identity bytes. The gzip run asks gzip explicitly and reads the compressed bytes
+	// undecoded, and the bare handler sends those same bytes: what a browser's request costs,
+	// stats-svc compressing each answer once and keeping it.
+	gzipClient := &http.Client{Timeout: client.Timeout, Transport: acceptGzip{client.Transport}}
+	for _, t := range []struct {
+		label, target string
+		client        *http.Client
+		encoding      string
+	}{
+		{"all servers, 31-day range", statsPath + "?period=range&from=" + from.String() + "&to=" + to.String(), client, ""},
+		{"one server, one day", statsPath + "?period=day&server=1", client, ""},
+		{"all servers, 31-day range, gzip", statsPath + "?period=range&from=" + from.String() + "&to=" + to.String(), gzipClient, "gzip"},
 	} {
-		w, err := measureWarm(ctx, client, e.svc.URL, t.target, o)
+		w, err := measureWarm(ctx, t.client, e.svc.URL, t.target, t.encoding, o)
 		if err != nil {
 			return r, err
 		}
@@ -181,7 +191,9 @@ const seriesDays = 366
 // measureWarm compares stats-svc with a bare net/http process writing the same bytes: both warmed,
 // then alternate slices of a second each for o.duration, so that a burst of load from elsewhere on
 // the machine hits both alike.
-func measureWarm(ctx context.Context, client *http.Client, svcURL, target string, o options) (warmRun, error) {
+// encoding is the Content-Encoding of the bytes the client reads undecoded ("": identity), which
+// the bare handler announces with them.
+func measureWarm(ctx context.Context, client *http.Client, svcURL, target, encoding string, o options) (warmRun, error) {
 	w := warmRun{target: target, slices: max(1, int(o.duration/time.Second))}
 	w.sliceTime = o.duration / time.Duration(w.slices)
 	body, err := fetch(ctx, client, svcURL+target)
@@ -189,7 +201,10 @@ func measureWarm(ctx context.Context, client *http.Client, svcURL, target string
 		return w, err
 	}
 	w.bytes = len(body)
-	bare, err := startBare(target, body)
+	if encoding == "gzip" && !bytes.HasPrefix(body, []byte{0x1f, 0x8b}) {
+		return w, fmt.Errorf("GET %s asking gzip: stats-svc sent %d bytes that are not gzip", target, len(body))
+	}
+	bare, err := startBare(target, body, encoding)
 	if err != nil {
 		return w, err
 	}
@@ -214,11 +229,23 @@ func measureWarm(ctx context.Context, client *http.Client, svcURL, target string
 	return w, nil
 }
 
-// bareCommand is the argument that makes this program the ceiling: `stats bare ADDR PATH FILE`.
+// acceptGzip asks every request for gzip; over a transport that does not decode
+// (DisableCompression), the client reads the compressed bytes as sent.
+type acceptGzip struct{ next http.RoundTripper }
+
+func (a acceptGzip) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Accept-Encoding", "gzip")
+	return a.next.RoundTrip(r)
+}
+
+// bareCommand is the argument that makes this program the ceiling: `stats bare ADDR PATH FILE
+// [ENCODING]`.
 const bareCommand = "bare"
 
-// startBare runs this program again as the ceiling, serving body at target's path.
-func startBare(target string, body []byte) (*stack.Service, error) {
+// startBare runs this program again as the ceiling, serving body at target's path, announced as
+// encoding ("": identity).
+func startBare(target string, body []byte, encoding string) (*stack.Service, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -233,7 +260,11 @@ func startBare(target string, body []byte) (*stack.Service, error) {
 		return nil, err
 	}
 	path, _, _ := strings.Cut(target, "?")
-	p, err := stack.StartProc("bare-http", self, nil, bareCommand, addr, path, file)
+	args := []string{bareCommand, addr, path, file}
+	if encoding != "" {
+		args = append(args, encoding)
+	}
+	p, err := stack.StartProc("bare-http", self, nil, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -245,13 +276,17 @@ func startBare(target string, body []byte) (*stack.Service, error) {
 	return s, nil
 }
 
-// serveBare is the ceiling: a bare net/http handler writing FILE's bytes at PATH on ADDR, until
-// terminated.
+// serveBare is the ceiling: a bare net/http handler writing FILE's bytes at PATH on ADDR (with
+// Content-Encoding ENCODING when given), until terminated.
 func serveBare(args []string) error {
-	if len(args) != 3 {
-		return fmt.Errorf("usage: %s ADDR PATH FILE", bareCommand)
+	if len(args) != 3 && len(args) != 4 {
+		return fmt.Errorf("usage: %s ADDR PATH FILE [ENCODING]", bareCommand)
 	}
 	addr, path, file := args[0], args[1], args[2]
+	encoding := ""
+	if len(args) == 4 {
+		encoding = args[3]
+	}
 	body, err := os.ReadFile(file)
 	if err != nil {
 		return err
@@ -259,6 +294,9 @@ func serveBare(args []string) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+path, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
+		if encoding != "" {
+			w.Header().Set("Content-Encoding", encoding)
+		}
 		_, _ = w.Write(body)
 	})
 	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}

@@ -30,11 +30,19 @@ const state = {
 // ---- fetching: conditional GETs, one ETag per URL ----
 
 const cache = new Map(); // url -> {etag, body}
+// The first load's answers asked before the page had read the API's document (prefetch): url ->
+// the pending get, taken by the first get of that url, once.
+const early = new Map();
 
 // get fetches url; with conditional, the stored ETag goes in If-None-Match and a 304 gives the
 // stored body back with changed false. (A request that carries If-None-Match bypasses the
 // browser's HTTP cache, so the 304 reaches the page.)
 async function get(url, conditional, fresh) {
+  if (!conditional && !fresh && early.has(url)) {
+    const p = early.get(url);
+    early.delete(url);
+    return p;
+  }
   const prev = cache.get(url);
   const headers = { Accept: "application/json" };
   if (conditional && prev && prev.etag) headers["If-None-Match"] = prev.etag;
@@ -78,6 +86,45 @@ function csv(url) {
   return url + (url.includes("?") ? "&" : "?") + "format=csv";
 }
 
+// viewURLs are the addresses of the view's first answers (statistics of the period and of the
+// previous one, the chart's series, and with activity the hourly counts), in the page's zone.
+function viewURLs(v, today, activity) {
+  const cs = lib.chartSpan(v, today);
+  const urls = {
+    stats: statisticsURL(v, ""),
+    prev: statisticsURL(lib.previousView(v, today), ""),
+    series: seriesURL(cs.from, cs.to, v.server),
+  };
+  if (activity) {
+    const sp = lib.span(v, today);
+    urls.activity = activityURL(sp.from, sp.to, v.server);
+  }
+  return urls;
+}
+
+// prefetch asks the first load's answers at once, beside the API's document, at the addresses
+// they have when the page counts in the API's own zone: those carry no `tz`, so they are the
+// same whatever the document says the operations take. load takes the ones it asks for; when
+// the document or the first answers move the page to another zone, or the API has no hourly
+// counts, load asks its own and the prefetched ones are dropped unread. A page whose address
+// names another zone prefetches nothing.
+function prefetch() {
+  const asked = pageQuery.get("tz");
+  if (asked && asked !== API_ZONE) return;
+  const today = lib.dayIn(API_ZONE, new Date());
+  const v = lib.normalizeView(Object.fromEntries(pageQuery), today);
+  const urls = viewURLs(v, today, true);
+  if (v.server) {
+    urls.chStats = statisticsURL(v, v.server);
+    urls.chPrev = statisticsURL(lib.previousView(v, today), v.server);
+  }
+  for (const url of Object.values(urls)) {
+    const p = get(url, false);
+    p.catch(() => {}); // a failure is reported by the load that takes it, or by none
+    early.set(url, p);
+  }
+}
+
 // busiest is the number of the server with the most messages in the period (the first when
 // none has a count): whose channels to show when all servers are shown.
 function busiest(servers) {
@@ -93,29 +140,28 @@ async function load(conditional) {
   const v = state.view, today = state.today;
   const prevView = lib.previousView(v, today);
   const cs = lib.chartSpan(v, today);
-  const urls = {
-    stats: statisticsURL(v, ""),
-    prev: statisticsURL(prevView, ""),
-    series: seriesURL(cs.from, cs.to, v.server),
-  };
-  const sp = lib.span(v, today);
-  if (state.activity) urls.activity = activityURL(sp.from, sp.to, v.server);
-  const [stats, prev, series, activity] = await Promise.all([get(urls.stats, conditional), get(urls.prev, conditional),
-    get(urls.series, conditional), urls.activity ? get(urls.activity, conditional) : null]);
-  if (seq !== state.seq) return false; // a newer view took over
-  const channelServer = v.server || busiest(stats.body.servers || []);
-  let chStats = null, chPrev = null, chSeries = null;
-  if (channelServer) {
-    urls.chStats = statisticsURL(v, channelServer);
-    urls.chPrev = statisticsURL(prevView, channelServer);
-    urls.chSeries = seriesURL(cs.from, cs.to, channelServer);
-    [chStats, chPrev, chSeries] = await Promise.all([
+  const urls = viewURLs(v, today, state.activity);
+  const seriesP = get(urls.series, conditional);
+  const statsP = get(urls.stats, conditional);
+  // The channels' answers wait for the statistics alone (they name the busiest server), not for
+  // the rest of the first answers: one round trip less before the page can draw.
+  const channelsP = statsP.then((stats) => {
+    const server = v.server || busiest(stats.body.servers || []);
+    if (!server) return { server, answers: [null, null, null] };
+    urls.chStats = statisticsURL(v, server);
+    urls.chPrev = statisticsURL(prevView, server);
+    urls.chSeries = seriesURL(cs.from, cs.to, server);
+    return Promise.all([
       get(urls.chStats, conditional),
       get(urls.chPrev, conditional),
-      v.server ? Promise.resolve(series) : get(urls.chSeries, conditional),
-    ]);
-    if (seq !== state.seq) return false;
-  }
+      v.server ? seriesP : get(urls.chSeries, conditional),
+    ]).then((answers) => ({ server, answers }));
+  });
+  const [stats, prev, series, activity, channels] = await Promise.all([statsP, get(urls.prev, conditional),
+    seriesP, urls.activity ? get(urls.activity, conditional) : null, channelsP]);
+  if (seq !== state.seq) return false; // a newer view took over
+  const channelServer = channels.server;
+  const [chStats, chPrev, chSeries] = channels.answers;
   // The answers name the zone they counted in: when it is not the one the page assumed (the
   // API ignored `tz`, or counts in another zone than its document says), today is that zone's.
   const zone = series.body.timezone;
@@ -641,10 +687,16 @@ function renderZone() {
 async function init() {
   // What the API accepts, from its own document.
   let doc = null;
+  const docP = get("api/openapi.json", false, true);
+  try {
+    prefetch();
+  } catch (e) {
+    early.clear(); // only a head start: the load asks for itself
+  }
   try {
     // Revalidated, never taken from the browser's cache unasked: after a deploy the page must
     // see what the new API takes.
-    doc = (await get("api/openapi.json", false, true)).body;
+    doc = (await docP).body;
   } catch (e) {
     doc = null; // without the document the page keeps to the API's defaults
   }
@@ -684,6 +736,7 @@ async function init() {
   });
 
   await show(lib.normalizeView(Object.fromEntries(pageQuery), state.today), false);
+  early.clear(); // whatever the first load did not take is not an answer of a later view
   setInterval(refresh, REFRESH_MS);
 }
 

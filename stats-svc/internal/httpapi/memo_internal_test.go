@@ -34,3 +34,19 @@ func TestCSVMemoBound(t *testing.T) {
 		t.Fatal("an export over a quarter of the bound was kept")
 	}
 }
+
+// The gzip memo counts the compressed bytes and its tags against the same kind of bound.
+func TestGzipMemoBound(t *testing.T) {
+	m := newGzipMemo(100)
+	m.put(`"a-gzip"`, []byte("0123456789"))
+	if b, ok := m.get(`"a-gzip"`); !ok || string(b) != "0123456789" {
+		t.Fatalf("get: %q %v", b, ok)
+	}
+	if m.bytes != len(`"a-gzip"`)+10 {
+		t.Fatalf("bytes %d", m.bytes)
+	}
+	m.put(`"b-gzip"`, make([]byte, 30))
+	if _, ok := m.get(`"b-gzip"`); ok {
+		t.Fatal("a body over a quarter of the bound was kept")
+	}
+}
