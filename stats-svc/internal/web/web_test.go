@@ -1058,11 +1058,18 @@ func TestDashboardInChromium(t *testing.T) {
 		rec.take()
 		b.do(chromedp.Evaluate[chromedp.Void](`(() => { const s = document.getElementById("tz"); s.value = "America/New_York"; s.dispatchEvent(new Event("change")); })()`))
 		b.waitFor("the heatmap in New York", `(document.querySelector("#heatmap svg > title") || {}).textContent.includes("America/New_York")`, 10*time.Second)
+		// A request is recorded once its answer is written, which the page may draw before the
+		// recorder has appended it: the requests are gathered until both are seen or 5 s pass.
 		asked := map[string]int{}
-		for _, h := range rec.take() {
-			if strings.HasPrefix(h.Path, "/api/chat-") {
-				q, _ := url.ParseQuery(h.Query)
-				asked[h.Path+" tz="+q.Get("tz")]++
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			for _, h := range rec.take() {
+				if strings.HasPrefix(h.Path, "/api/chat-") {
+					q, _ := url.ParseQuery(h.Query)
+					asked[h.Path+" tz="+q.Get("tz")]++
+				}
+			}
+			if asked["/api/chat-series tz=America/New_York"] > 0 && asked["/api/chat-activity tz=America/New_York"] > 0 || time.Now().After(deadline) {
+				break
 			}
 		}
 		// chat-statistics does not list tz: never asked with it.
