@@ -175,4 +175,8 @@ func TestPageStatementFitsActivity(t *testing.T) {
 	if s := openStore(t); len(s.pgPage) >= 1023 {
 		t.Fatalf("the page statement is %d bytes: %s", len(s.pgPage), s.pgPage)
 	}
+	// The message a reply answers with, as PostgreSQL receives it ($n placeholders).
+	if q := strings.ReplaceAll(messageSQL, "?", "$1"); len(q) >= 1023 {
+		t.Fatalf("the message statement is %d bytes: %s", len(q), q)
+	}
 }
