@@ -24,6 +24,13 @@ func newXenForoSession(t *testing.T, doc *openapi3.T, baseURL string, rec *recor
 	return &xenforoSession{doc: doc, c: c}
 }
 
+// xenforoExtras are the fields the service adds to XenForo's answers, by operation; a XenForo
+// client, reading what it knows, never sees them. The star's answer tells the new state, which
+// XenForo's leaves to another read (a star without the field toggles).
+var xenforoExtras = map[string][]string{"post /conversations/{id}/star": {"is_starred"}}
+
+func (s *xenforoSession) extra(op string) []string { return xenforoExtras[op] }
+
 func as(user int64) xenforo.RequestEditorFn { return actingAs(user) }
 
 func (s *xenforoSession) start(t *testing.T, user int64, recipients []int64, title, message string) conv {
@@ -33,7 +40,7 @@ func (s *xenforoSession) start(t *testing.T, user int64, recipients []int64, tit
 		body.RecipientIds = append(body.RecipientIds, int(r))
 	}
 	r, err := s.c.PostConversationsWithFormdataBodyWithResponse(context.Background(), body, as(user))
-	return xenforoConv(answer(t, s.doc, "post /conversations/", err, r.HTTPResponse, r.Body, r.JSON200).Conversation)
+	return xenforoConv(answer(t, s.doc, "post /conversations/", s.extra("post /conversations/"), err, r.HTTPResponse, r.Body, r.JSON200).Conversation)
 }
 
 func (s *xenforoSession) newKey(t *testing.T, user, conversationID int64) string {
@@ -45,14 +52,14 @@ func (s *xenforoSession) newKey(t *testing.T, user, conversationID int64) string
 		MessageId      *int `json:"message_id,omitempty"`
 	}{ConversationId: &id}
 	r, err := s.c.PostAttachmentsNewKeyWithFormdataBodyWithResponse(context.Background(), body, as(user))
-	return val(answer(t, s.doc, "post /attachments/new-key", err, r.HTTPResponse, r.Body, r.JSON200).Key)
+	return val(answer(t, s.doc, "post /attachments/new-key", s.extra("post /attachments/new-key"), err, r.HTTPResponse, r.Body, r.JSON200).Key)
 }
 
 func (s *xenforoSession) upload(t *testing.T, user int64, key, filename string, data []byte) string {
 	t.Helper()
 	contentType, body := multipartBody(t, [][2]string{{"key", key}}, filename, data)
 	r, err := s.c.PostAttachmentsWithBodyWithResponse(context.Background(), contentType, body, as(user))
-	a := answer(t, s.doc, "post /attachments/", err, r.HTTPResponse, r.Body, r.JSON200).Attachment
+	a := answer(t, s.doc, "post /attachments/", s.extra("post /attachments/"), err, r.HTTPResponse, r.Body, r.JSON200).Attachment
 	if a == nil {
 		t.Fatalf("upload: no attachment: %s", r.Body)
 	}
@@ -66,21 +73,25 @@ func (s *xenforoSession) reply(t *testing.T, user, conversationID int64, message
 		body.AttachmentKey = &attachmentKey
 	}
 	r, err := s.c.PostConversationMessagesWithFormdataBodyWithResponse(context.Background(), body, as(user))
-	return xenforoMsg(answer(t, s.doc, "post /conversation-messages/", err, r.HTTPResponse, r.Body, r.JSON200).Message)
+	return xenforoMsg(answer(t, s.doc, "post /conversation-messages/", s.extra("post /conversation-messages/"), err, r.HTTPResponse, r.Body, r.JSON200).Message)
 }
 
 func (s *xenforoSession) react(t *testing.T, user, messageID, reactionID int64) string {
 	t.Helper()
 	body := xenforo.PostConversationMessagesIdReactFormdataRequestBody{ReactionId: int(reactionID)}
 	r, err := s.c.PostConversationMessagesIdReactWithFormdataBodyWithResponse(context.Background(), int(messageID), body, as(user))
-	return val(answer(t, s.doc, "post /conversation-messages/{id}/react", err, r.HTTPResponse, r.Body, r.JSON200).Action)
+	return val(answer(t, s.doc, "post /conversation-messages/{id}/react", s.extra("post /conversation-messages/{id}/react"), err, r.HTTPResponse, r.Body, r.JSON200).Action)
 }
 
-func (s *xenforoSession) list(t *testing.T, user int64) []conv {
+func (s *xenforoSession) list(t *testing.T, user int64, starred bool) []conv {
 	t.Helper()
-	r, err := s.c.GetConversationsWithResponse(context.Background(), &xenforo.GetConversationsParams{}, as(user))
+	params := &xenforo.GetConversationsParams{}
+	if starred {
+		params.Starred = &starred
+	}
+	r, err := s.c.GetConversationsWithResponse(context.Background(), params, as(user))
 	var out []conv
-	for _, c := range val(answer(t, s.doc, "get /conversations/", err, r.HTTPResponse, r.Body, r.JSON200).Conversations) {
+	for _, c := range val(answer(t, s.doc, "get /conversations/", s.extra("get /conversations/"), err, r.HTTPResponse, r.Body, r.JSON200).Conversations) {
 		out = append(out, xenforoConv(&c))
 	}
 	return out
@@ -91,7 +102,7 @@ func (s *xenforoSession) withMessages(t *testing.T, user, conversationID, page i
 	with, p := true, int(page)
 	params := &xenforo.GetConversationsIdParams{WithMessages: &with, Page: &p}
 	r, err := s.c.GetConversationsIdWithResponse(context.Background(), int(conversationID), params, as(user))
-	a := answer(t, s.doc, "get /conversations/{id}/", err, r.HTTPResponse, r.Body, r.JSON200)
+	a := answer(t, s.doc, "get /conversations/{id}/", s.extra("get /conversations/{id}/"), err, r.HTTPResponse, r.Body, r.JSON200)
 	var msgs []msg
 	for _, m := range val(a.Messages) {
 		msgs = append(msgs, xenforoMsg(&m))
@@ -107,7 +118,34 @@ func (s *xenforoSession) edit(t *testing.T, user, messageID int64, message strin
 	t.Helper()
 	body := xenforo.PostConversationMessagesIdFormdataRequestBody{Message: &message}
 	r, err := s.c.PostConversationMessagesIdWithFormdataBodyWithResponse(context.Background(), int(messageID), body, as(user))
-	return xenforoMsg(answer(t, s.doc, "post /conversation-messages/{id}/", err, r.HTTPResponse, r.Body, r.JSON200).Message)
+	return xenforoMsg(answer(t, s.doc, "post /conversation-messages/{id}/", s.extra("post /conversation-messages/{id}/"), err, r.HTTPResponse, r.Body, r.JSON200).Message)
+}
+
+func (s *xenforoSession) update(t *testing.T, user, conversationID int64, title string) conv {
+	t.Helper()
+	body := xenforo.PostConversationsIdFormdataRequestBody{Title: &title}
+	r, err := s.c.PostConversationsIdWithFormdataBodyWithResponse(context.Background(), int(conversationID), body, as(user))
+	return xenforoConv(answer(t, s.doc, "post /conversations/{id}/", s.extra("post /conversations/{id}/"), err, r.HTTPResponse, r.Body, r.JSON200).Conversation)
+}
+
+func (s *xenforoSession) star(t *testing.T, user, conversationID int64) {
+	t.Helper()
+	star := true
+	body := xenforo.PostConversationsIdStarFormdataRequestBody{Star: &star}
+	r, err := s.c.PostConversationsIdStarWithFormdataBodyWithResponse(context.Background(), int(conversationID), body, as(user))
+	if !val(answer(t, s.doc, "post /conversations/{id}/star", s.extra("post /conversations/{id}/star"), err, r.HTTPResponse, r.Body, r.JSON200).Success) {
+		t.Fatalf("star: %s", r.Body)
+	}
+}
+
+func (s *xenforoSession) message(t *testing.T, user, messageID int64) (msg, conv) {
+	t.Helper()
+	r, err := s.c.GetConversationMessagesIdWithResponse(context.Background(), int(messageID), as(user))
+	m := answer(t, s.doc, "get /conversation-messages/{id}/", s.extra("get /conversation-messages/{id}/"), err, r.HTTPResponse, r.Body, r.JSON200).Message
+	if m == nil {
+		t.Fatalf("message: none: %s", r.Body)
+	}
+	return xenforoMsg(m), xenforoConv(m.Conversation)
 }
 
 func (s *xenforoSession) invite(t *testing.T, user, conversationID int64, users []int64) {
@@ -117,7 +155,7 @@ func (s *xenforoSession) invite(t *testing.T, user, conversationID int64, users 
 		body.RecipientIds = append(body.RecipientIds, int(u))
 	}
 	r, err := s.c.PostConversationsIdInviteWithFormdataBodyWithResponse(context.Background(), int(conversationID), body, as(user))
-	if !val(answer(t, s.doc, "post /conversations/{id}/invite", err, r.HTTPResponse, r.Body, r.JSON200).Success) {
+	if !val(answer(t, s.doc, "post /conversations/{id}/invite", s.extra("post /conversations/{id}/invite"), err, r.HTTPResponse, r.Body, r.JSON200).Success) {
 		t.Fatalf("invite: %s", r.Body)
 	}
 }
@@ -125,7 +163,7 @@ func (s *xenforoSession) invite(t *testing.T, user, conversationID int64, users 
 func (s *xenforoSession) leave(t *testing.T, user, conversationID int64) {
 	t.Helper()
 	r, err := s.c.DeleteConversationsIdWithResponse(context.Background(), int(conversationID), &xenforo.DeleteConversationsIdParams{}, as(user))
-	if !val(answer(t, s.doc, "delete /conversations/{id}/", err, r.HTTPResponse, r.Body, r.JSON200).Success) {
+	if !val(answer(t, s.doc, "delete /conversations/{id}/", s.extra("delete /conversations/{id}/"), err, r.HTTPResponse, r.Body, r.JSON200).Success) {
 		t.Fatalf("leave: %s", r.Body)
 	}
 }
