@@ -17,14 +17,14 @@ import (
 )
 
 // A XenForo client works against forum-svc with the base URL and the key headers changed: the
-// test drives a whole conversation through each generated client (session: one implementation
-// a client) and checks, at every step, the answer's meaning through the generated types, and its
-// shape against XenForo's schema of the operation (xenforotest). Alice starts a conversation with
-// Bob and Carol; Bob replies with a file (an attachment key, an upload, the key on the reply);
-// Carol reacts to Bob's reply and replies; Carol lists her conversations; Alice reads the second
-// page with the conversation (with_messages); Alice edits her message and renames the
-// conversation; Carol stars it and lists her starred conversations, and reads Bob's reply alone;
-// Alice invites Dave, who then sees the conversation; Bob leaves it, after which it is gone from his list and his reads.
+// test drives a whole conversation through each generated client (a session each) and checks, at
+// every step, the answer's meaning through the generated types and its shape against XenForo's
+// schema of the operation (xenforotest). Alice starts a conversation with Bob and Carol; Bob
+// replies with a file (an attachment key, an upload, the key on the reply); Carol reacts to Bob's
+// reply and replies; Carol lists her conversations; Alice reads both pages with the conversation
+// (with_messages); Alice edits her message and renames the conversation; Carol stars it, lists
+// her starred conversations and reads Bob's reply alone; Alice invites Dave, who then sees the
+// conversation; Bob leaves it, after which it is gone from his list and his reads.
 
 const xenforoDocument = "../testdata/xenforo/conversations.json"
 
