@@ -8,6 +8,7 @@
 package xenforotest
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -45,7 +46,7 @@ func wanted(name, field string, obj map[string]any) bool {
 	return !slices.Contains(Absent[name], field)
 }
 
-// Load reads and parses XenForo's document at path.
+// Load reads, parses and validates (as OpenAPI 3.0) XenForo's document at path.
 func Load(t testing.TB, path string) *openapi3.T {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -55,6 +56,9 @@ func Load(t testing.TB, path string) *openapi3.T {
 	doc, err := openapi3.NewLoader().LoadFromData(b)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("%s is not valid OpenAPI: %v", path, err)
 	}
 	return doc
 }
