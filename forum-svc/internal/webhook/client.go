@@ -92,4 +92,3 @@ func NewClient(timeout time.Duration, allowPrivate bool) *http.Client {
 		},
 	}
 }
-

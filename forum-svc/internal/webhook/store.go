@@ -228,9 +228,9 @@ type Change struct {
 // (or to every type), due at once. One statement a change, whatever the number of webhooks, and
 // an index lookup that finds none when no webhook is registered.
 const enqueueSQL = `INSERT INTO webhook_deliveries (webhook_id, conversation_id, message_id, actor_id, event_type, event_at, created_at, next_attempt_at)
-SELECT DISTINCT w.webhook_id, ?, ?, ?, ?, ?, ?, ?
-FROM webhook_events e JOIN webhooks w ON w.webhook_id = e.webhook_id
-WHERE e.event_type IN (?, '*') AND w.active`
+SELECT w.webhook_id, CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT)
+FROM webhooks w
+WHERE w.active AND EXISTS (SELECT 1 FROM webhook_events e WHERE e.webhook_id = w.webhook_id AND e.event_type IN (?, '*'))`
 
 // Enqueue writes the deliveries of changes in tx, the transaction of the changes, so that they
 // exist if and only if the changes are committed.
