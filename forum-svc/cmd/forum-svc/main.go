@@ -7,6 +7,7 @@
 //	forum-svc options set NAME VALUE
 //	forum-svc webhook add --url U --events a,b [--secret whsec_...]
 //	forum-svc webhook list | disable ID | deliveries --webhook N [--limit N] | redeliver --delivery N
+//	forum-svc webhook receive --addr A --secret whsec_...   (a target for local runs)
 //
 // Every command exits 0 on success and 1 with a one-line error on stderr otherwise. `migrate`
 // applies pending migrations; every other command does so first unless MIGRATE_ON_START=false.
@@ -20,16 +21,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"forumstats.local/forum-svc/internal/app"
+	"forumstats.local/forum-svc/internal/webhook"
 	"forumstats.local/shared/server"
 )
 
-const usage = "usage: forum-svc [serve | migrate | seed --file F | apikey create --type T [--user-id N] --scopes a,b [--expires-at UNIX] | options set NAME VALUE | webhook add --url U --events a,b [--secret S] | webhook list | webhook disable ID | webhook deliveries --webhook N [--limit N] | webhook redeliver --delivery N]"
+const usage = "usage: forum-svc [serve | migrate | seed --file F | apikey create --type T [--user-id N] --scopes a,b [--expires-at UNIX] | options set NAME VALUE | webhook add --url U --events a,b [--secret S] | webhook list | webhook disable ID | webhook deliveries --webhook N [--limit N] | webhook redeliver --delivery N | webhook receive --addr A --secret S]"
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -225,8 +229,47 @@ func webhookCmd(ctx context.Context, cfg app.Config, log *slog.Logger, sub strin
 		}
 		fmt.Fprintf(stdout, "delivery %d queued again\n", *id)
 		return nil
+	case "receive":
+		return receiveCmd(ctx, args, stdout)
 	default:
 		return fmt.Errorf("unknown command \"webhook %s\"; %s", sub, usage)
+	}
+}
+
+// receiveCmd runs `forum-svc webhook receive --addr A --secret S`: a webhook target for local
+// runs that prints a line per delivery (its id, whether the signature holds, the body) until
+// interrupted.
+func receiveCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("webhook receive", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8091", "listen address")
+	secret := fs.String("secret", "", "the webhook's secret (whsec_...)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	key, err := webhook.ParseSecret(*secret)
+	if err != nil {
+		return fmt.Errorf("webhook receive: --secret: %w", err)
+	}
+	var mu sync.Mutex
+	h := webhook.Receiver(key, time.Now, func(id string, body []byte, err error) {
+		verdict := "signature ok"
+		if err != nil {
+			verdict = "REFUSED: " + err.Error()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(stdout, "webhook %s (%s): %s\n", id, verdict, body)
+	})
+	srv := &http.Server{Addr: *addr, Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("webhook receive: %w", err)
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
 	}
 }
 

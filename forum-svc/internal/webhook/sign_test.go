@@ -2,7 +2,9 @@ package webhook_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
@@ -190,5 +192,42 @@ func TestTypeOf(t *testing.T) {
 		if got := webhook.TypeOf(in); got != want {
 			t.Errorf("TypeOf(%q) = %q; want %q", in, got, want)
 		}
+	}
+}
+
+func TestReceiver(t *testing.T) {
+	key := bytes.Repeat([]byte{1}, 32)
+	now := time.Unix(1700000000, 0)
+	var seen []string
+	h := webhook.Receiver(key, func() time.Time { return now }, func(id string, body []byte, err error) {
+		seen = append(seen, fmt.Sprintf("%s %s %v", id, body, err == nil))
+	})
+	for _, tc := range []struct {
+		name   string
+		method string
+		sign   []byte // the key signing the request; nil: no headers
+		at     time.Time
+		body   string
+		want   int
+	}{
+		{"signed", "POST", key, now, `{"a":1}`, 204},
+		{"other key", "POST", bytes.Repeat([]byte{2}, 32), now, `{"a":1}`, 401},
+		{"unsigned", "POST", nil, now, `{}`, 401},
+		{"stale", "POST", key, now.Add(-10 * time.Minute), `{}`, 401},
+		{"GET", "GET", key, now, ``, 405},
+		{"too large", "POST", key, now, strings.Repeat("x", 1<<20+1), 413},
+	} {
+		r := httptest.NewRequest(tc.method, "/", strings.NewReader(tc.body))
+		if tc.sign != nil {
+			webhook.SetHeaders(r.Header, tc.sign, "msg_1", tc.at, []byte(tc.body))
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tc.want {
+			t.Errorf("%s: %d; want %d", tc.name, w.Code, tc.want)
+		}
+	}
+	if want := []string{`msg_1 {"a":1} true`, `msg_1 {"a":1} false`, ` {} false`, `msg_1 {} false`}; strings.Join(seen, "|") != strings.Join(want, "|") {
+		t.Errorf("seen %q; want %q", seen, want)
 	}
 }
