@@ -90,6 +90,7 @@ func (a *App) build(o options) error {
 	}
 	st.RouteReads(a.reads)
 	a.retries = st
+	st.AddRecorder(webhook.Recorder{Now: o.now})
 	if err := a.buildWebhooks(o); err != nil {
 		return err
 	}

@@ -10,16 +10,21 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"forumstats.local/forum-svc/internal/event"
 )
 
-// EventTypes are the types a webhook may subscribe to, as its deliveries name them: a change of
-// the store ("message_created") with its last underscore made a full stop, as the Standard
-// Webhooks specification suggests ("message.created"). AllEvents subscribes to every type,
-// also to those added later.
-var EventTypes = []string{
-	"conversation.created", "conversation.updated", "message.created", "message.updated",
-	"reaction.changed", "read_state.changed", "participant.left",
-}
+// EventTypes are the types a webhook may subscribe to, as its deliveries name them: each type of
+// change of the store (event.Types: "message_created") with its last underscore made a full stop,
+// as the Standard Webhooks specification suggests ("message.created"). AllEvents subscribes to
+// every type, also to those added later.
+var EventTypes = func() []string {
+	out := make([]string, len(event.Types))
+	for i, t := range event.Types {
+		out[i] = TypeOf(t)
+	}
+	return out
+}()
 
 // AllEvents is the subscription to every type.
 const AllEvents = "*"
