@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"gorm.io/gorm"
+
+	sdb "forumstats.local/shared/db"
 )
 
 // The worker drains the outbox. Every replica runs one; they share the work through the
@@ -73,6 +75,8 @@ type Worker struct {
 	render Renderer
 	o      Options
 	lease  time.Duration
+
+	claimSQL string // claimSQL for the database's dialect
 }
 
 // NewWorker returns a worker over gdb (the primary).
@@ -117,7 +121,11 @@ func NewWorker(gdb *gorm.DB, r Renderer, o Options) (*Worker, error) {
 	}
 	// An attempt's rendering, request and record take at most about twice its timeout; the lease
 	// leaves a margin on top.
-	return &Worker{db: gdb, render: r, o: o, lease: 2*o.Timeout + 30*time.Second}, nil
+	lock := ""
+	if sdb.DialectOf(gdb).Name == sdb.Postgres.Name {
+		lock = " FOR UPDATE OF d SKIP LOCKED"
+	}
+	return &Worker{db: gdb, render: r, o: o, lease: 2*o.Timeout + 30*time.Second, claimSQL: fmt.Sprintf(claimSQL, lock)}, nil
 }
 
 var (
@@ -159,48 +167,62 @@ func (w *Worker) Run(ctx context.Context) {
 	}
 }
 
-// headsSQL finds due heads of streams of active webhooks, not leased, most overdue first.
-const headsSQL = `SELECT d.delivery_id FROM webhook_deliveries d JOIN webhooks w ON w.webhook_id = d.webhook_id
-WHERE d.state = 'pending' AND d.next_attempt_at <= ? AND d.lease_until <= ? AND w.active
-AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.webhook_id = d.webhook_id
-  AND e.conversation_id = d.conversation_id AND e.state = 'pending' AND e.delivery_id < d.delivery_id)
-ORDER BY d.next_attempt_at, d.delivery_id LIMIT ?`
-
-// claimSQL leases a delivery if it still is a due, unleased head.
+// claimSQL leases up to n due heads of streams of active webhooks, most overdue first, and returns
+// them: one statement, whatever the number. On PostgreSQL the heads are locked as they are read,
+// skipping those another worker is leasing at the same moment, and the lease's conditions are
+// checked again on the row as that worker left it; SQLite runs one writer at a time.
 const claimSQL = `UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?
-WHERE delivery_id = ? AND state = 'pending' AND next_attempt_at <= ? AND lease_until <= ?
-AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.webhook_id = webhook_deliveries.webhook_id
-  AND e.conversation_id = webhook_deliveries.conversation_id AND e.state = 'pending'
-  AND e.delivery_id < webhook_deliveries.delivery_id)`
+WHERE lease_until <= ? AND state = 'pending' AND delivery_id IN (
+  SELECT d.delivery_id FROM webhook_deliveries d JOIN webhooks w ON w.webhook_id = d.webhook_id
+  WHERE d.state = 'pending' AND d.next_attempt_at <= ? AND d.lease_until <= ? AND w.active
+  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.webhook_id = d.webhook_id
+    AND e.conversation_id = d.conversation_id AND e.state = 'pending' AND e.delivery_id < d.delivery_id)
+  ORDER BY d.next_attempt_at, d.delivery_id LIMIT ?%s)
+RETURNING delivery_id, webhook_id, conversation_id, message_id, actor_id, event_type, event_at, created_at, attempts, payload`
 
 // RunOnce leases the due heads (at most Concurrency), attempts them in parallel, and returns
 // how many it attempted.
 func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	now := w.o.Now().UnixMilli()
-	var ids []int64
-	if err := w.db.WithContext(ctx).Raw(headsSQL, now, now, w.o.Concurrency).Scan(&ids).Error; err != nil {
-		return 0, fmt.Errorf("find due deliveries: %w", err)
+	var claimed []leased
+	if err := w.db.WithContext(ctx).Raw(w.claimSQL, w.o.Owner, now+w.lease.Milliseconds(), now, now, now, w.o.Concurrency).
+		Scan(&claimed).Error; err != nil {
+		return 0, fmt.Errorf("lease due deliveries: %w", err)
+	}
+	if len(claimed) == 0 {
+		return 0, nil
+	}
+	ids := make([]int64, 0, len(claimed))
+	for _, d := range claimed {
+		ids = append(ids, d.WebhookID)
+	}
+	var targets []struct {
+		WebhookID int64
+		URL       string `gorm:"column:url"`
+		Secret    string
+	}
+	if err := w.db.WithContext(ctx).Raw(`SELECT webhook_id, url, secret FROM webhooks WHERE webhook_id IN ?`, ids).
+		Scan(&targets).Error; err != nil {
+		for _, d := range claimed {
+			_ = w.release(d.ID, err)
+		}
+		return 0, fmt.Errorf("read webhooks: %w", err)
 	}
 	var wg sync.WaitGroup
-	claimed := 0
-	for _, id := range ids {
-		res := w.db.WithContext(ctx).Exec(claimSQL, w.o.Owner, now+w.lease.Milliseconds(), id, now, now)
-		if res.Error != nil {
-			wg.Wait()
-			return claimed, fmt.Errorf("lease delivery %d: %w", id, res.Error)
+	for _, d := range claimed {
+		for _, t := range targets {
+			if t.WebhookID == d.WebhookID {
+				d.URL, d.Secret = t.URL, t.Secret
+			}
 		}
-		if res.RowsAffected == 0 {
-			continue // another worker's, or no longer due
-		}
-		claimed++
 		wg.Go(func() {
-			if err := w.attempt(ctx, id); err != nil && ctx.Err() == nil {
-				w.o.Log.Warn("webhook delivery", "delivery_id", id, "err", err)
+			if err := w.attempt(ctx, d); err != nil && ctx.Err() == nil {
+				w.o.Log.Warn("webhook delivery", "delivery_id", d.ID, "err", err)
 			}
 		})
 	}
 	wg.Wait()
-	return claimed, nil
+	return len(claimed), nil
 }
 
 // leased is a leased delivery with what its attempt needs.
@@ -229,15 +251,9 @@ type Data struct {
 	Message        any   `json:"message,omitempty"`
 }
 
-// attempt sends leased delivery id once and records the outcome.
-func (w *Worker) attempt(ctx context.Context, id int64) error {
-	var d leased
-	err := w.db.WithContext(ctx).Raw(`SELECT d.delivery_id, d.webhook_id, d.conversation_id, d.message_id, d.actor_id, d.event_type,
-d.event_at, d.created_at, d.state, d.attempts, d.next_attempt_at, d.payload, w.url, w.secret
-FROM webhook_deliveries d JOIN webhooks w ON w.webhook_id = d.webhook_id WHERE d.delivery_id = ?`, id).Scan(&d).Error
-	if err != nil {
-		return w.release(id, err)
-	}
+// attempt sends leased delivery d once and records the outcome, with the body the first time it
+// is made.
+func (w *Worker) attempt(ctx context.Context, d leased) error {
 	var body []byte
 	if d.Payload != nil {
 		body = []byte(*d.Payload)
@@ -246,35 +262,30 @@ FROM webhook_deliveries d JOIN webhooks w ON w.webhook_id = d.webhook_id WHERE d
 		data, err := w.render.Data(ctx, c)
 		if err != nil {
 			if ctx.Err() != nil {
-				return w.release(id, err)
+				return w.release(d.ID, err)
 			}
-			return w.failed(d, 0, fmt.Errorf("render: %w", err))
+			return w.failed(d, nil, 0, fmt.Errorf("render: %w", err))
 		}
 		body, err = json.Marshal(Body{Type: d.EventType, Timestamp: time.Unix(d.EventAt, 0).UTC().Format(time.RFC3339), Data: data})
 		if err != nil {
-			return w.failed(d, 0, fmt.Errorf("render: %w", err))
-		}
-		// The body is kept before it is first sent: every later attempt sends these bytes.
-		if err := w.db.Exec(`UPDATE webhook_deliveries SET payload = ? WHERE delivery_id = ? AND lease_owner = ? AND payload IS NULL`,
-			string(body), id, w.o.Owner).Error; err != nil {
-			return w.release(id, err)
+			return w.failed(d, nil, 0, fmt.Errorf("render: %w", err))
 		}
 	}
 	key, err := ParseSecret(d.Secret)
 	if err != nil {
-		return w.failed(d, 0, err)
+		return w.failed(d, body, 0, err)
 	}
-	status, err := w.post(ctx, d.URL, key, MessageID(id), body)
+	status, err := w.post(ctx, d.URL, key, MessageID(d.ID), body)
 	if ctx.Err() != nil {
-		return w.release(id, ctx.Err()) // shutting down: the attempt does not count
+		return w.release(d.ID, ctx.Err()) // shutting down: the attempt does not count
 	}
 	if err == nil && status >= 200 && status < 300 {
-		return w.delivered(d, status)
+		return w.delivered(d, body, status)
 	}
 	if err == nil {
 		err = fmt.Errorf("HTTP %d", status)
 	}
-	return w.failed(d, status, err)
+	return w.failed(d, body, status, err)
 }
 
 // post sends one attempt and returns the answer's status. The answer's body is read up to
@@ -307,12 +318,22 @@ func Backoff(n int, lo, hi time.Duration, jitter float64) time.Duration {
 	return time.Duration(float64(min(d, hi)) * (1 + jitter/4))
 }
 
+// payload is the body to keep with an attempt's outcome: the one sent, unless one was kept
+// before (nil: none made).
+func payload(body []byte) any {
+	if body == nil {
+		return nil
+	}
+	return string(body)
+}
+
 // delivered records a success.
-func (w *Worker) delivered(d leased, status int) error {
+func (w *Worker) delivered(d leased, body []byte, status int) error {
 	attempts(StateDelivered).Inc()
 	return w.db.Exec(`UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, last_status = ?, last_error = '',
-finished_at = ?, lease_owner = '', lease_until = 0 WHERE delivery_id = ? AND lease_owner = ? AND state = 'pending'`,
-		status, w.o.Now().UnixMilli(), d.ID, w.o.Owner).Error
+finished_at = ?, lease_owner = '', lease_until = 0, payload = COALESCE(payload, ?)
+WHERE delivery_id = ? AND lease_owner = ? AND state = 'pending'`,
+		status, w.o.Now().UnixMilli(), payload(body), d.ID, w.o.Owner).Error
 }
 
 // maxError bounds the error text kept with a delivery.
@@ -320,7 +341,7 @@ const maxError = 300
 
 // failed records a failed attempt: retried later, or dead-lettered when the next attempt would
 // fall after the window.
-func (w *Worker) failed(d leased, status int, cause error) error {
+func (w *Worker) failed(d leased, body []byte, status int, cause error) error {
 	msg := cause.Error()
 	if len(msg) > maxError {
 		msg = msg[:maxError]
@@ -332,13 +353,13 @@ func (w *Worker) failed(d leased, status int, cause error) error {
 		attempts(StateDead).Inc()
 		w.o.Log.Warn("webhook delivery dead-lettered", "delivery_id", d.ID, "webhook_id", d.WebhookID, "attempts", n, "err", msg)
 		return w.db.Exec(`UPDATE webhook_deliveries SET state = 'dead', attempts = ?, last_status = ?, last_error = ?, finished_at = ?,
-lease_owner = '', lease_until = 0 WHERE delivery_id = ? AND lease_owner = ? AND state = 'pending'`,
-			n, status, msg, now.UnixMilli(), d.ID, w.o.Owner).Error
+lease_owner = '', lease_until = 0, payload = COALESCE(payload, ?) WHERE delivery_id = ? AND lease_owner = ? AND state = 'pending'`,
+			n, status, msg, now.UnixMilli(), payload(body), d.ID, w.o.Owner).Error
 	}
 	attempts("failed").Inc()
 	return w.db.Exec(`UPDATE webhook_deliveries SET attempts = ?, last_status = ?, last_error = ?, next_attempt_at = ?,
-lease_owner = '', lease_until = 0 WHERE delivery_id = ? AND lease_owner = ? AND state = 'pending'`,
-		n, status, msg, next.UnixMilli(), d.ID, w.o.Owner).Error
+lease_owner = '', lease_until = 0, payload = COALESCE(payload, ?) WHERE delivery_id = ? AND lease_owner = ? AND state = 'pending'`,
+		n, status, msg, next.UnixMilli(), payload(body), d.ID, w.o.Owner).Error
 }
 
 // release gives a lease back without counting an attempt (shutdown, a database error).

@@ -30,7 +30,9 @@ func dialects(t *testing.T, body func(t *testing.T, gdb *gorm.DB)) {
 	t.Run("sqlite", func(t *testing.T) { body(t, openDB(t, "sqlite:"+filepath.Join(t.TempDir(), "forum.db"))) })
 }
 
-func openDB(t *testing.T, url string) *gorm.DB {
+func openDB(t *testing.T, url string) *gorm.DB { return openBenchDB(t, url) }
+
+func openBenchDB(t testing.TB, url string) *gorm.DB {
 	t.Helper()
 	gdb, err := migrate.Open(context.Background(), url, nil, true, migrations.Set)
 	if err != nil {

@@ -21,8 +21,8 @@ CREATE INDEX webhook_events_event_type ON webhook_events (event_type);
 -- a rolled-back write leaves none and a committed one always has its rows. The deliveries of one
 -- (webhook, conversation) go out one at a time in delivery_id order; a worker holds the one it
 -- sends by a lease (lease_owner, lease_until: Unix milliseconds) so that no other replica sends
--- it meanwhile. payload is the body, fixed at the first attempt so that every retry sends the same
--- bytes. Times are Unix milliseconds but event_at (the change's, seconds).
+-- it meanwhile. payload is the body, kept with the first attempt's outcome so that every later
+-- attempt sends the same bytes. Times are Unix milliseconds but event_at (the change's, seconds).
 CREATE TABLE webhook_deliveries (
     delivery_id     INTEGER PRIMARY KEY AUTOINCREMENT,
     webhook_id      BIGINT  NOT NULL REFERENCES webhooks (webhook_id) ON DELETE CASCADE,
