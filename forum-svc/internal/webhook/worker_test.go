@@ -482,3 +482,63 @@ func TestHangingReceiverTimesOut(t *testing.T) {
 	}
 	fmt.Fprint(io.Discard, ds[0].LastError)
 }
+
+// A receiver that closes every connection without answering, for a while, then comes back: the
+// attempts meanwhile fail, and every delivery arrives, in order, within the outage's length of
+// its return (the pause in progress at the return is at most about the outage).
+func TestReceiverDownThenBack(t *testing.T) {
+	dialects(t, func(t *testing.T, gdb *gorm.DB) {
+		var down sync.Map
+		down.Store("down", true)
+		var mu sync.Mutex
+		var got []int64
+		var back time.Time
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, ok := down.Load("down"); ok {
+				conn, _, err := http.NewResponseController(w).Hijack()
+				if err == nil {
+					conn.Close()
+				}
+				return
+			}
+			var b webhook.Body
+			if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
+				w.WriteHeader(400)
+				return
+			}
+			mu.Lock()
+			got = append(got, b.Data.MessageID)
+			mu.Unlock()
+			w.WriteHeader(204)
+		}))
+		t.Cleanup(srv.Close)
+		secret, _ := webhook.NewSecret()
+		if _, err := webhook.Add(context.Background(), gdb, srv.URL, []string{"*"}, secret, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		run(t, newWorker(t, gdb, webhook.Options{AllowPrivate: true, RetryMin: 20 * time.Millisecond}))
+		enqueue(t, gdb, 1, 1, 2, 3, 4, 5)
+		const outage = 800 * time.Millisecond
+		time.Sleep(outage)
+		mu.Lock()
+		if len(got) != 0 {
+			t.Fatalf("received %v while down", got)
+		}
+		mu.Unlock()
+		var failed int
+		if err := gdb.Raw(`SELECT attempts FROM webhook_deliveries ORDER BY delivery_id LIMIT 1`).Scan(&failed).Error; err != nil || failed < 3 {
+			t.Fatalf("first delivery's attempts during the outage: %d, %v", failed, err)
+		}
+		down.Delete("down")
+		back = time.Now()
+		waitFor(t, "all delivered", func() bool { return states(t, gdb)[webhook.StateDelivered] == 5 })
+		if d := time.Since(back); d > outage+200*time.Millisecond {
+			t.Errorf("all delivered %v after the return; want within about the outage (%v)", d, outage)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if fmt.Sprint(got) != "[1 2 3 4 5]" {
+			t.Errorf("received %v", got)
+		}
+	})
+}
