@@ -230,10 +230,16 @@ type Change struct {
 }
 
 // enqueueSQL writes one change's deliveries: one row per active webhook subscribed to its type
-// (or to every type), due at once. One statement a change, whatever the number of webhooks, and
-// an index lookup that finds none when no webhook is registered.
+// (or to every type). One statement a change, whatever the number of webhooks, and an index
+// lookup that finds none when no webhook is registered. A row is due at once, or when the oldest
+// pending delivery of its stream is, if later: a stream waiting for a retry then holds its later
+// deliveries out of the workers' scan of due rows (see Worker), which stays as short as the
+// number of streams that can go out, however long a stream's backlog grows.
 const enqueueSQL = `INSERT INTO webhook_deliveries (webhook_id, conversation_id, message_id, actor_id, event_type, event_at, created_at, next_attempt_at)
-SELECT w.webhook_id, CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT)
+SELECT w.webhook_id, CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT),
+  COALESCE((SELECT CASE WHEN h.next_attempt_at > CAST(? AS BIGINT) THEN h.next_attempt_at END FROM webhook_deliveries h
+    WHERE h.webhook_id = w.webhook_id AND h.conversation_id = CAST(? AS BIGINT) AND h.state = 'pending'
+    ORDER BY h.delivery_id LIMIT 1), CAST(? AS BIGINT))
 FROM webhooks w
 WHERE w.active AND EXISTS (SELECT 1 FROM webhook_events e WHERE e.webhook_id = w.webhook_id AND e.event_type IN (?, '*'))`
 
@@ -243,7 +249,7 @@ func Enqueue(tx *gorm.DB, changes []Change, now time.Time) error {
 	ms := now.UnixMilli()
 	for _, c := range changes {
 		t := TypeOf(c.Type)
-		if err := tx.Exec(enqueueSQL, c.ConversationID, c.MessageID, c.ActorID, t, c.At, ms, ms, t).Error; err != nil {
+		if err := tx.Exec(enqueueSQL, c.ConversationID, c.MessageID, c.ActorID, t, c.At, ms, ms, c.ConversationID, ms, t).Error; err != nil {
 			return fmt.Errorf("enqueue webhook deliveries: %w", err)
 		}
 	}

@@ -33,6 +33,9 @@ import (
 //     writer). The lease outlasts the longest attempt, so no other replica sends the delivery
 //     meanwhile; a worker that dies mid-attempt leaves it to another once the lease ends, which
 //     makes delivery at-least-once.
+//   - The scan for due heads reads due rows only: a stream's later deliveries are due no earlier
+//     than its head (Enqueue, and failed pushes them back with their head), so a stream held back
+//     by a retry adds nothing to the scan, whatever its backlog.
 //   - An attempt that gets no 2xx answer is retried after RetryMin, then twice as long each time
 //     up to RetryMax, each pause lengthened by up to a quarter at random (jitter) so that retries
 //     of many deliveries spread out; a delivery whose next attempt would fall after Window from
@@ -357,9 +360,17 @@ lease_owner = '', lease_until = 0, payload = COALESCE(payload, ?) WHERE delivery
 			n, status, msg, now.UnixMilli(), payload(body), d.ID, w.o.Owner).Error
 	}
 	attempts("failed").Inc()
-	return w.db.Exec(`UPDATE webhook_deliveries SET attempts = ?, last_status = ?, last_error = ?, next_attempt_at = ?,
+	// The stream's later deliveries wait as long: out of the scan of due rows until then.
+	return w.db.Transaction(func(tx *gorm.DB) error {
+		res := tx.Exec(`UPDATE webhook_deliveries SET attempts = ?, last_status = ?, last_error = ?, next_attempt_at = ?,
 lease_owner = '', lease_until = 0, payload = COALESCE(payload, ?) WHERE delivery_id = ? AND lease_owner = ? AND state = 'pending'`,
-		n, status, msg, next.UnixMilli(), payload(body), d.ID, w.o.Owner).Error
+			n, status, msg, next.UnixMilli(), payload(body), d.ID, w.o.Owner)
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		return tx.Exec(`UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ? AND conversation_id = ?
+AND state = 'pending' AND delivery_id > ? AND next_attempt_at < ?`, next.UnixMilli(), d.WebhookID, d.ConversationID, d.ID, next.UnixMilli()).Error
+	})
 }
 
 // release gives a lease back without counting an attempt (shutdown, a database error).

@@ -542,3 +542,31 @@ func TestReceiverDownThenBack(t *testing.T) {
 		}
 	})
 }
+
+// A stream waiting for its head's retry keeps its later deliveries out of the due rows: they are
+// pushed back with the head, and a new one is due no earlier than the head.
+func TestWaitingStreamLeavesTheDueRows(t *testing.T) {
+	dialects(t, func(t *testing.T, gdb *gorm.DB) {
+		ctx := context.Background()
+		setup(t, gdb, always(http.StatusInternalServerError))
+		enqueue(t, gdb, 1, 1, 2, 3)
+		enqueue(t, gdb, 2, 20)
+		w := newWorker(t, gdb, webhook.Options{AllowPrivate: true, RetryMin: time.Hour})
+		if n, err := w.RunOnce(ctx); n != 2 || err != nil {
+			t.Fatalf("RunOnce: %d, %v; want the two heads", n, err)
+		}
+		enqueue(t, gdb, 1, 4)
+		var due int64
+		if err := gdb.Raw(`SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ?`,
+			time.Now().UnixMilli()).Scan(&due).Error; err != nil || due != 0 {
+			t.Fatalf("%d due rows while both streams wait an hour (%v)", due, err)
+		}
+		var gates []int64
+		if err := gdb.Raw(`SELECT DISTINCT next_attempt_at FROM webhook_deliveries WHERE conversation_id = 1`).Scan(&gates).Error; err != nil || len(gates) != 1 {
+			t.Fatalf("conversation 1's rows wait until %v (%v); want one time, its head's", gates, err)
+		}
+		if n, err := w.RunOnce(ctx); n != 0 || err != nil {
+			t.Fatalf("RunOnce while waiting: %d, %v", n, err)
+		}
+	})
+}
