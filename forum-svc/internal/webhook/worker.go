@@ -122,6 +122,9 @@ func NewWorker(gdb *gorm.DB, r Renderer, o Options) (*Worker, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	for _, r := range []string{StateDelivered, "failed", StateDead} {
+		attempts(r) // exported at 0 from the start, so that a rate over it is defined
+	}
 	// An attempt's rendering, request and record take at most about twice its timeout; the lease
 	// leaves a margin on top.
 	lock := ""
