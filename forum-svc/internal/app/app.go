@@ -16,7 +16,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -90,8 +89,7 @@ func (a *App) build(o options) error {
 	}
 	st.RouteReads(a.reads)
 	a.retries = st
-	st.AddRecorder(webhook.Recorder{Now: o.now})
-	if err := a.buildWebhooks(o); err != nil {
+	if err := a.buildWebhooks(st, o); err != nil {
 		return err
 	}
 	rl := cfg.RateLimit
@@ -124,56 +122,19 @@ func (a *App) build(o options) error {
 	return nil
 }
 
-// buildWebhooks builds the worker that sends the webhooks' deliveries, unless
-// WEBHOOK_CONCURRENCY is 0. It renders the objects through a store of its own that reads the
-// primary: a replica may not have the change yet.
-func (a *App) buildWebhooks(o options) error {
-	c := a.cfg.Webhooks
-	if c.Concurrency == 0 {
-		return nil
-	}
-	primary, err := store.New(a.backend.DB)
-	if err != nil {
-		return err
-	}
-	w, err := webhook.NewWorker(a.backend.DB, webhook.APIRenderer{Reader: conversation.NewService(primary, o.now)}, webhook.Options{
-		PollInterval: c.PollInterval, RetryMin: c.RetryMin, RetryMax: c.RetryMax, Window: c.Window, Timeout: c.Timeout,
-		Concurrency: c.Concurrency, AllowPrivate: c.AllowPrivate, Now: o.now, Log: a.log,
-	})
-	if err != nil {
-		return err
-	}
-	a.webhooks = w
-	return nil
-}
-
 // Handler is the service's HTTP handler: shared/server's middleware and probes (/readyz pings
 // the database) and the API.
 func (a *App) Handler() http.Handler { return a.handler }
 
 // Run serves the handler on cfg.HTTPAddr until ctx is done (`forum-svc serve`), sweeping the
-// expired Idempotency-Key answers every cfg.RetrySweepInterval meanwhile.
+// expired Idempotency-Key answers every cfg.RetrySweepInterval and sending the webhooks'
+// deliveries (webhooks.go) meanwhile.
 func (a *App) Run(ctx context.Context) error {
 	// The sweep ends before Run returns, so before Close closes the database, also when the
 	// server fails to start.
 	defer a.startSweep(ctx, a.cfg.RetrySweepInterval)()
 	defer a.startWebhooks(ctx)()
 	return server.Run(ctx, a.handler, a.cfg.HTTPAddr, a.cfg.HTTP, a.log)
-}
-
-// startWebhooks runs the webhook worker until ctx is done or stop is called; stop returns once
-// the worker has (an attempt in flight is given back, uncounted).
-func (a *App) startWebhooks(ctx context.Context) (stop func()) {
-	if a.webhooks == nil {
-		return func() {}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	var running sync.WaitGroup
-	running.Go(func() { a.webhooks.Run(ctx) })
-	return func() {
-		cancel()
-		running.Wait()
-	}
 }
 
 // Close closes what New opened: the replica, Redis and the database.

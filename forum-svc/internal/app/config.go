@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"forumstats.local/forum-svc/internal/auth"
-	"forumstats.local/forum-svc/internal/webhook"
 	"forumstats.local/shared/config"
 	"forumstats.local/shared/db"
 	"forumstats.local/shared/ratelimit"
@@ -49,23 +48,6 @@ type Config struct {
 	RetrySweepInterval time.Duration
 	// Webhooks tunes the delivery of webhooks (WEBHOOK_*).
 	Webhooks WebhookConfig
-}
-
-// WebhookConfig is the webhooks' part of the configuration.
-type WebhookConfig struct {
-	// Concurrency is how many deliveries this replica sends at once (WEBHOOK_CONCURRENCY; 0: it
-	// sends none, the other replicas do).
-	Concurrency int
-	// RetryMin is the pause before the first retry, doubled for each later one up to RetryMax
-	// (WEBHOOK_RETRY_MIN, WEBHOOK_RETRY_MAX); Window is how long a delivery is retried before it
-	// is dead-lettered (WEBHOOK_RETRY_WINDOW).
-	RetryMin, RetryMax, Window time.Duration
-	// Timeout bounds one attempt (WEBHOOK_TIMEOUT); PollInterval is the pause of a worker that
-	// found nothing due (WEBHOOK_POLL_INTERVAL).
-	Timeout, PollInterval time.Duration
-	// AllowPrivate lets deliveries dial private, loopback and link-local addresses
-	// (WEBHOOK_ALLOW_PRIVATE; tests and local runs only).
-	AllowPrivate bool
 }
 
 // DefaultRetrySweepInterval is IDEMPOTENCY_SWEEP_INTERVAL's default.
@@ -134,45 +116,4 @@ func LoadConfig() (Config, error) {
 	return Config{Common: common, RateLimit: rl, AuthFailures: failures, KeyLookupsPerSecond: lookups,
 		DatabaseReadURL:   config.String("DATABASE_READ_URL", ""),
 		PrimaryAfterWrite: pin, RetrySweepInterval: sweep, Webhooks: hooks}, nil
-}
-
-// loadWebhookConfig reads WEBHOOK_CONCURRENCY (0 to 64, default 8), WEBHOOK_RETRY_MIN (100ms to
-// 1h, default 5s), WEBHOOK_RETRY_MAX (from WEBHOOK_RETRY_MIN to 24h, default 1h),
-// WEBHOOK_RETRY_WINDOW (1s to 7 days, default 24h), WEBHOOK_TIMEOUT (100ms to 60s, default 10s),
-// WEBHOOK_POLL_INTERVAL (10ms to 1m, default 250ms) and WEBHOOK_ALLOW_PRIVATE (default false).
-func loadWebhookConfig() (WebhookConfig, error) {
-	var c WebhookConfig
-	var err error
-	if c.Concurrency, err = config.Int("WEBHOOK_CONCURRENCY", webhook.DefaultConcurrency); err != nil {
-		return c, err
-	}
-	if c.Concurrency < 0 || c.Concurrency > 64 {
-		return c, fmt.Errorf("WEBHOOK_CONCURRENCY must be from 0 to 64, not %d", c.Concurrency)
-	}
-	for _, d := range []struct {
-		name     string
-		to       *time.Duration
-		def      time.Duration
-		min, max time.Duration
-	}{
-		{"WEBHOOK_RETRY_MIN", &c.RetryMin, webhook.DefaultRetryMin, 100 * time.Millisecond, time.Hour},
-		{"WEBHOOK_RETRY_MAX", &c.RetryMax, webhook.DefaultRetryMax, 100 * time.Millisecond, 24 * time.Hour},
-		{"WEBHOOK_RETRY_WINDOW", &c.Window, webhook.DefaultWindow, time.Second, 7 * 24 * time.Hour},
-		{"WEBHOOK_TIMEOUT", &c.Timeout, webhook.DefaultTimeout, 100 * time.Millisecond, time.Minute},
-		{"WEBHOOK_POLL_INTERVAL", &c.PollInterval, webhook.DefaultPollInterval, 10 * time.Millisecond, time.Minute},
-	} {
-		if *d.to, err = config.Duration(d.name, d.def); err != nil {
-			return c, err
-		}
-		if *d.to < d.min || *d.to > d.max {
-			return c, fmt.Errorf("%s must be from %v to %v, not %v", d.name, d.min, d.max, *d.to)
-		}
-	}
-	if c.RetryMax < c.RetryMin {
-		return c, fmt.Errorf("WEBHOOK_RETRY_MAX (%v) must not be below WEBHOOK_RETRY_MIN (%v)", c.RetryMax, c.RetryMin)
-	}
-	if c.AllowPrivate, err = config.Bool("WEBHOOK_ALLOW_PRIVATE", false); err != nil {
-		return c, err
-	}
-	return c, nil
 }
