@@ -6,9 +6,12 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"forumstats.local/tools/stack"
 )
@@ -88,6 +91,27 @@ func (h *hookStack) reply(t *testing.T, svc *stack.Service, n int, rate float64,
 	}
 }
 
+// retried counts the deliveries that needed more than one attempt.
+func (h *hookStack) retried(t *testing.T) int64 {
+	t.Helper()
+	var url string
+	for _, kv := range h.env {
+		if v, ok := strings.CutPrefix(kv, "DATABASE_URL="); ok {
+			url = v
+		}
+	}
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int64
+	if err := conn.QueryRow(context.Background(), `SELECT COUNT(*) FROM webhook_deliveries WHERE attempts > 0 AND state = 'pending'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // wait polls the receiver until every written message has arrived or timeout passes, then checks
 // them: nothing lost, nothing made twice, each conversation in order.
 func (h *hookStack) wait(t *testing.T, written map[int64]int64, timeout time.Duration) stack.HookCheck {
@@ -131,6 +155,10 @@ func TestFaultWebhookReceivers(t *testing.T) {
 			refused, _ := h.recv.Refused()
 			if tc.mode != stack.HookDown && refused == 0 {
 				t.Fatal("no attempt met the fault: the test proves nothing")
+			}
+			// A refused connection leaves no trace at the receiver: the outbox shows the retries.
+			if retried := h.retried(t); retried == 0 {
+				t.Fatal("no delivery was retried: the fault met no attempt, the test proves nothing")
 			}
 			if err := h.recv.SetMode(stack.HookUp); err != nil {
 				t.Fatal(err)
