@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -144,6 +145,49 @@ func TestImportExport(t *testing.T) {
 	}
 	if data, err := os.ReadFile(file); err != nil || !bytes.Equal(data, out.Bytes()) {
 		t.Fatalf("the exported file differs from standard output (%v)", err)
+	}
+}
+
+// TestImportNeedsAFile: the import reads its file twice, so a pipe is refused before anything is
+// read or opened, while standard input redirected from a file (/dev/stdin < F, here the file's
+// own descriptor) is imported as F is.
+func TestImportNeedsAFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	dbFile := filepath.Join(dir, "stats.db")
+	cfg := Config{}
+	cfg.DatabaseURL, cfg.MigrateOnStart = "sqlite:"+dbFile, true
+
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	go func() {
+		_, _ = w.WriteString(exchangeFile)
+		w.Close()
+	}()
+	pipe := fmt.Sprintf("/dev/fd/%d", r.Fd())
+	_, err = Import(ctx, cfg, nil, pipe)
+	if err == nil || !strings.Contains(err.Error(), "import "+pipe+": the file is read twice") || !strings.Contains(err.Error(), "(nothing was written)") {
+		t.Fatalf("import of a pipe: %v", err)
+	}
+	if _, err := os.Stat(dbFile); !os.IsNotExist(err) {
+		t.Fatalf("a refused import opened the database: %v", err)
+	}
+
+	good := filepath.Join(dir, "good.json")
+	if err := os.WriteFile(good, []byte(exchangeFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := Import(ctx, cfg, nil, fmt.Sprintf("/dev/fd/%d", f.Fd()))
+	if err != nil || st.Daily != 1 || st.Monthly != 1 {
+		t.Fatalf("import through a descriptor of a file: %+v, %v", st, err)
 	}
 }
 
