@@ -30,8 +30,10 @@ run: build ## Run everything locally on the embedded database (no Docker, no tok
 .PHONY: test
 test: lint lint-openapi ## Run every test (needs PostgreSQL and Redis: local ports, TEST_POSTGRES_URL/TEST_REDIS_URL, or Docker)
 	$(GO) test -race -count=1 -timeout 14m $(PKGS)
-	@# The collector's scheduler at 1,000 servers in virtual time (under -race the test runs 200).
-	$(GO) test -count=1 -run '^TestSimulationAtScale$$' -v ./collector-svc/internal/collect/
+	@# The collector in virtual time: one pass at 1,000 servers, a day search only and with the
+	@# gateway at 200, a day of live counting with a replica killed (8 servers on SQLite); under
+	@# -race they run 200, 10 and 3 servers.
+	$(GO) test -count=1 -timeout 14m -run '^TestSimulation(AtScale|Day|DayReplicaKilled)$$' -v ./collector-svc/internal/collect/
 
 .PHONY: bench
 bench: ## The five benchmarks (tools/bench: stats, collector, forum, the collector's import/export, forum-svc's webhooks; PostgreSQL on 127.0.0.1:5432, pgbench and redis-server); each prints its figures beside its targets
