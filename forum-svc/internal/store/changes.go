@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -20,9 +21,37 @@ type Recorder interface {
 // it. Call it before serving: the list is not guarded against concurrent writes.
 func (s *Store) AddRecorder(r Recorder) { s.recorders = append(s.recorders, r) }
 
+// AddCommitted makes fn run with a write's changes once the write has committed (in the writing
+// goroutine, after the transaction): the event stream's fan-out, which must never announce a
+// change a reader cannot find yet. Call it before serving.
+func (s *Store) AddCommitted(fn func([]event.Change)) { s.committed = append(s.committed, fn) }
+
+// pendingKey names, in a write transaction's context, the changes it recorded so far.
+type pendingKey struct{}
+
+type pendingChanges struct{ changes []event.Change }
+
+// tx runs fn in a transaction on the primary, then hands the changes it recorded to the
+// AddCommitted functions if it committed.
+func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if len(s.committed) == 0 {
+		return s.db.WithContext(ctx).Transaction(fn)
+	}
+	p := &pendingChanges{}
+	if err := s.db.WithContext(context.WithValue(ctx, pendingKey{}, p)).Transaction(fn); err != nil {
+		return err
+	}
+	if len(p.changes) > 0 {
+		for _, f := range s.committed {
+			f(p.changes)
+		}
+	}
+	return nil
+}
+
 // record hands the write's changes to every recorder, in tx.
 func (s *Store) record(tx *gorm.DB, changes ...event.Change) error {
-	if len(s.recorders) == 0 || len(changes) == 0 {
+	if len(changes) == 0 {
 		return nil
 	}
 	for _, r := range s.recorders {
@@ -30,12 +59,15 @@ func (s *Store) record(tx *gorm.DB, changes ...event.Change) error {
 			return fmt.Errorf("record changes: %w", err)
 		}
 	}
+	if p, ok := tx.Statement.Context.Value(pendingKey{}).(*pendingChanges); ok {
+		p.changes = append(p.changes, changes...)
+	}
 	return nil
 }
 
 // recording reports whether a write needs to build its changes (some recorder takes them): the
 // participants' query costs a statement.
-func (s *Store) recording() bool { return len(s.recorders) > 0 }
+func (s *Store) recording() bool { return len(s.recorders) > 0 || len(s.committed) > 0 }
 
 // nowUnix is the date of a write whose input carries none.
 func (s *Store) nowUnix() int64 {
