@@ -107,6 +107,7 @@ type envOptions struct {
 	rateLimit    ratelimit.Config
 	authFailures ratelimit.Config // default: out of the way (the tests of the throttle set it)
 	keyLookups   int              // the lookup budget a second; default: auth's
+	corsOrigins  []string         // CORS_ALLOWED_ORIGINS
 }
 
 func newEnv(t *testing.T, opts envOptions) *env {
@@ -136,7 +137,8 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	clk := testutil.NewClock(time.Unix(now, 0))
 	logs := &testutil.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cfg := app.Config{RateLimit: opts.rateLimit, AuthFailures: opts.authFailures, KeyLookupsPerSecond: opts.keyLookups}
+	cfg := app.Config{RateLimit: opts.rateLimit, AuthFailures: opts.authFailures, KeyLookupsPerSecond: opts.keyLookups,
+		CORSAllowedOrigins: opts.corsOrigins}
 	svc, err := app.New(ctx, cfg, log, app.WithDB(gdb), app.WithClock(clk.Now))
 	if err != nil {
 		t.Fatal(err)
