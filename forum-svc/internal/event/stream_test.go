@@ -64,7 +64,9 @@ func (plainRenderer) Render(_ context.Context, _ int64, e Entry) ([]byte, bool, 
 	return []byte(`{"n":` + strconv.FormatInt(e.ID, 10) + `}`), true, nil
 }
 
-func (plainRenderer) Unread(context.Context, int64) ([]byte, int64, error) { return []byte(`{}`), 0, nil }
+func (plainRenderer) Unread(context.Context, int64) ([]byte, int64, error) {
+	return []byte(`{}`), 0, nil
+}
 
 // memConn collects what the stream writes; while stuck, a write waits for its deadline and fails
 // as a connection whose client reads nothing does.
