@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"forumstats.local/forum-svc/internal/auth"
+	"forumstats.local/forum-svc/internal/event"
 	"forumstats.local/forum-svc/internal/httpapi"
 )
 
@@ -173,5 +175,91 @@ func TestEventStream(t *testing.T) {
 			wantError(t, e.get("/api/events", key(keyBob), "Last-Event-ID: -1"), http.StatusBadRequest, httpapi.CodeInvalidLastEventID, nil)
 			wantError(t, e.get("/api/events", key(keyAliceWrite)), http.StatusForbidden, httpapi.CodeMissingScope, map[string]any{"scope": "conversation:read"})
 		})
+	}
+}
+
+// Leaving a conversation (ignoring it) stops its events: the leave reaches the user's other
+// streams, and later changes of the conversation do not.
+func TestEventStreamLeave(t *testing.T) {
+	e := newEnv(t, envOptions{databaseURL: "sqlite:" + t.TempDir() + "/forum.db"})
+	srv := httptest.NewServer(e.h)
+	t.Cleanup(srv.Close)
+	_, events := openStream(t, srv, "/api/events", key(keyBob))
+	next(t, events, false)
+	if r := e.raw(http.MethodDelete, "/api/conversations/10?ignore=1", "", "", key(keyBob)); r.status != http.StatusOK {
+		t.Fatalf("leave: %d %s", r.status, r.body)
+	}
+	if got := next(t, events, true); got.typ != "participant_left" || got.data != `{"conversation_id":10}` {
+		t.Fatalf("after the leave: %+v", got)
+	}
+	for _, text := range []string{"after bob left", "again"} {
+		if r := e.post("/api/conversation-messages", url.Values{"conversation_id": {"10"}, "message": {text}}, key(keyAlice)); r.status != http.StatusOK {
+			t.Fatalf("reply: %d %s", r.status, r.body)
+		}
+	}
+	// A change bob sees comes next, none of conversation 10's before it.
+	if r := e.post("/api/conversation-messages", url.Values{"conversation_id": {"12"}, "message": {"in 12"}}, key(keyAlice)); r.status != http.StatusOK {
+		t.Fatalf("reply: %d %s", r.status, r.body)
+	}
+	if got := next(t, events, true); got.typ != "message_created" || !strings.Contains(got.data, `"message":"in 12"`) {
+		t.Fatalf("after the leave, the next event is %+v", got)
+	}
+}
+
+// The stream ends once its key is deactivated and the key cache (30 s) has let it go.
+func TestEventStreamEndsWithItsKey(t *testing.T) {
+	e := newEnv(t, envOptions{databaseURL: "sqlite:" + t.TempDir() + "/forum.db",
+		stream: event.StreamOptions{CheckEvery: 20 * time.Millisecond}})
+	srv := httptest.NewServer(e.h)
+	t.Cleanup(srv.Close)
+	_, events := openStream(t, srv, "/api/events", key(keyBob))
+	next(t, events, false)
+	if err := e.gdb.Exec(`UPDATE api_keys SET active = ? WHERE key_hash = ?`, false, auth.Hash(keyBob)).Error; err != nil {
+		t.Fatal(err)
+	}
+	// Within the cache's life the stream goes on.
+	select {
+	case _, ok := <-events:
+		if !ok {
+			t.Fatal("the stream ended before the key cache let the key go")
+		}
+	case <-time.After(200 * time.Millisecond):
+	}
+	e.clock.Add(31 * time.Second)
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case _, ok := <-events:
+			if !ok {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the stream of a deactivated key did not end")
+		}
+	}
+}
+
+// An allowed origin's preflight is answered, and its requests carry Access-Control-Allow-Origin;
+// any other origin gets no CORS header, and its preflight stays 405.
+func TestEventStreamCORS(t *testing.T) {
+	const origin = "https://app.example"
+	e := newEnv(t, envOptions{databaseURL: "sqlite:" + t.TempDir() + "/forum.db", corsOrigins: []string{origin}})
+	pre := e.raw(http.MethodOptions, "/api/events/ticket", "", "", "Origin: "+origin, "Access-Control-Request-Method: POST",
+		"Access-Control-Request-Headers: forum-api-key")
+	if pre.status != http.StatusNoContent || pre.header.Get("Access-Control-Allow-Origin") != origin ||
+		!strings.Contains(pre.header.Get("Access-Control-Allow-Headers"), "Forum-Api-Key") {
+		t.Fatalf("preflight of an allowed origin: %d %v", pre.status, pre.header)
+	}
+	r := e.raw(http.MethodPost, "/api/events/ticket", "", "", key(keyBob), "Origin: "+origin)
+	if r.status != http.StatusOK || r.header.Get("Access-Control-Allow-Origin") != origin {
+		t.Fatalf("ticket for an allowed origin: %d %v", r.status, r.header)
+	}
+	other := e.raw(http.MethodOptions, "/api/events/ticket", "", "", "Origin: https://evil.example", "Access-Control-Request-Method: POST")
+	wantError(t, other, http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed, nil)
+	if other.header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("another origin got %v", other.header)
+	}
+	if r := e.raw(http.MethodPost, "/api/events/ticket", "", "", key(keyBob), "Origin: https://evil.example"); r.header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("another origin's ticket answer: %v", r.header)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"forumstats.local/forum-svc/internal/app"
 	"forumstats.local/forum-svc/internal/auth"
+	"forumstats.local/forum-svc/internal/event"
 	"forumstats.local/forum-svc/internal/seed"
 	"forumstats.local/forum-svc/migrations"
 	"forumstats.local/shared/db"
@@ -108,6 +109,7 @@ type envOptions struct {
 	authFailures ratelimit.Config // default: out of the way (the tests of the throttle set it)
 	keyLookups   int              // the lookup budget a second; default: auth's
 	corsOrigins  []string         // CORS_ALLOWED_ORIGINS
+	stream       event.StreamOptions
 }
 
 func newEnv(t *testing.T, opts envOptions) *env {
@@ -139,7 +141,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg := app.Config{RateLimit: opts.rateLimit, AuthFailures: opts.authFailures, KeyLookupsPerSecond: opts.keyLookups,
 		CORSAllowedOrigins: opts.corsOrigins}
-	svc, err := app.New(ctx, cfg, log, app.WithDB(gdb), app.WithClock(clk.Now))
+	svc, err := app.New(ctx, cfg, log, app.WithDB(gdb), app.WithClock(clk.Now), app.WithStreamOptions(opts.stream))
 	if err != nil {
 		t.Fatal(err)
 	}
