@@ -221,3 +221,68 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// On shutdown (Run's context, SIGTERM in `serve`) the open streams end and Run returns without
+// waiting for their clients.
+func TestRunEndsStreams(t *testing.T) {
+	ctx := context.Background()
+	gdb, err := openDB(ctx, "sqlite:"+t.TempDir()+"/forum.db", nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, date := int64(2), int64(1700000000)
+	f := &seed.File{Users: []seed.User{{UserID: 2, Username: "bob"}},
+		APIKeys: []seed.APIKey{{Key: bobKey, Type: "user", UserID: &bob, Scopes: []string{"conversation:read"}}}}
+	if _, err := seed.Load(ctx, gdb, f, time.Unix(date, 0)); err != nil {
+		t.Fatal(err)
+	}
+	logs := &testutil.Buffer{}
+	cfg := Config{RateLimit: ratelimit.Config{PerMinute: 600, Burst: 60}}
+	cfg.HTTPAddr = "127.0.0.1:0"
+	a, err := New(ctx, cfg, slog.New(slog.NewTextHandler(logs, nil)), WithDB(gdb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	ran := make(chan error, 1)
+	go func() { ran <- a.Run(runCtx) }()
+	var addr string
+	waitFor(t, "listening", func() bool {
+		for line := range strings.SplitSeq(logs.String(), "\n") {
+			if strings.Contains(line, "msg=listening") {
+				_, after, _ := strings.Cut(line, "addr=")
+				addr = strings.Fields(after)[0]
+				return true
+			}
+		}
+		return false
+	})
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/api/events", nil)
+	req.Header.Set("Forum-Api-Key", bobKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	events := readStream(resp.Body)
+	if e := <-events; e.typ != "unread_count" {
+		t.Fatalf("first event %+v", e)
+	}
+	stopped := time.Now()
+	stop()
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10 s of its context's end with a stream open")
+	}
+	for range events { // the stream's end
+	}
+	if d := time.Since(stopped); d > 5*time.Second {
+		t.Fatalf("shutdown took %v", d)
+	}
+}

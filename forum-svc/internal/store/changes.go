@@ -10,9 +10,10 @@ import (
 	"forumstats.local/forum-svc/internal/event"
 )
 
-// Recorder takes the changes of a write inside the write's transaction, after the change: what it
-// writes commits with the write, and its error rolls the write back (the write then answers that
-// error). The event log and the webhooks' outbox are recorders.
+// Recorder takes the changes of a write inside the write's transaction, after the change (at the
+// end of the transaction, right before its commit): what it writes commits with the write, and
+// its error rolls the write back (the write then answers that error). The event log and the
+// webhooks' outbox are recorders.
 type Recorder interface {
 	Record(tx *gorm.DB, changes []event.Change) error
 }
@@ -31,14 +32,31 @@ type pendingKey struct{}
 
 type pendingChanges struct{ changes []event.Change }
 
-// tx runs fn in a transaction on the primary, then hands the changes it recorded to the
-// AddCommitted functions if it committed.
+// tx runs fn in a transaction on the primary. The changes fn records (record) go to the
+// recorders at its end, still in the transaction, right before the commit: a recorder's rows (the
+// event log's per-user counters) stay locked for as short a time as the commit allows, since
+// every write that touches one of the same users waits for them. Once committed, the changes go to
+// the AddCommitted functions.
 func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	if len(s.committed) == 0 {
+	if !s.recording() {
 		return s.db.WithContext(ctx).Transaction(fn)
 	}
 	p := &pendingChanges{}
-	if err := s.db.WithContext(context.WithValue(ctx, pendingKey{}, p)).Transaction(fn); err != nil {
+	err := s.db.WithContext(context.WithValue(ctx, pendingKey{}, p)).Transaction(func(tx *gorm.DB) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		if len(p.changes) == 0 {
+			return nil
+		}
+		for _, r := range s.recorders {
+			if err := r.Record(tx, p.changes); err != nil {
+				return fmt.Errorf("record changes: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	if len(p.changes) > 0 {
@@ -49,16 +67,9 @@ func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	return nil
 }
 
-// record hands the write's changes to every recorder, in tx.
+// record adds changes to the write's list, which the recorders take at the end of its
+// transaction (tx), in the order they were recorded.
 func (s *Store) record(tx *gorm.DB, changes ...event.Change) error {
-	if len(changes) == 0 {
-		return nil
-	}
-	for _, r := range s.recorders {
-		if err := r.Record(tx, changes); err != nil {
-			return fmt.Errorf("record changes: %w", err)
-		}
-	}
 	if p, ok := tx.Statement.Context.Value(pendingKey{}).(*pendingChanges); ok {
 		p.changes = append(p.changes, changes...)
 	}
