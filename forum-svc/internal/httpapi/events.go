@@ -1,15 +1,19 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -173,18 +177,18 @@ func (a *api) streamEvents(c echo.Context) error {
 	}
 	userID, keyHash := c.Get(ctxUser).(int64), c.Get(ctxKey).(string)
 	render := renderer{a.events.Render}
-	start := func() {
+	setHeaders := func() {
 		h := c.Response().Header()
 		h.Set(echo.HeaderContentType, "text/event-stream")
 		h.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
-		c.Response().WriteHeader(http.StatusOK)
 	}
 	if c.Request().Method == http.MethodHead {
 		// What the stream's first event reads: a HEAD fails where the stream would.
 		if _, _, err := render.Unread(c.Request().Context(), userID); err != nil {
 			return err
 		}
-		start()
+		setHeaders()
+		c.Response().WriteHeader(http.StatusOK)
 		return nil
 	}
 	opts := a.events.Stream
@@ -195,35 +199,118 @@ func (a *api) streamEvents(c echo.Context) error {
 		}
 		return nil // a lookup that failed (busy, the database) is tried again at the next check
 	}
-	rc := http.NewResponseController(c.Response().Writer)
-	conn := streamConn{w: c.Response(), rc: rc, start: start}
-	err = a.events.Hub.Serve(c.Request().Context(), conn, userID, from, render, opts)
-	switch {
-	case !c.Response().Committed:
-		return err // failed before the stream started: an error answer
-	case err == nil, errors.Is(err, event.ErrStreamClosed):
-	case errors.Is(err, auth.ErrAPIKeyNotFound), errors.Is(err, auth.ErrAPIKeyInactive):
-		server.Logger(c).Info("event stream ended: the API key is no longer usable")
-	case errors.Is(err, event.ErrSlowConsumer):
-		server.Logger(c).Info("event stream cut off: the client fell behind")
-	default:
-		if c.Request().Context().Err() == nil {
-			server.Logger(c).Warn("event stream failed", "err", err)
+	log := server.Logger(c)
+	reqCtx := c.Request().Context()
+	// The stream runs on a goroutine of its own. Once its answer starts, on an HTTP/1.x
+	// connection it takes the connection over (Hijack) and the handler returns: an idle stream then
+	// holds its goroutine, near the bottom of its stack, and its connection, without net/http's
+	// buffers and goroutines for the request (measured by BenchmarkIdleStreams). A closed client is
+	// then noticed at the next write, a heartbeat at the latest. Where the connection cannot be
+	// taken (HTTP/2, a test's recorder) the stream is written through the ResponseWriter and ends
+	// with the request.
+	// The stream's context holds nothing of the request's (which would keep the request and its
+	// buffers), only what the objects' rendering reads from it.
+	ctx, cancel := context.WithCancel(conversation.WithAttachmentWrite(context.Background(), conversation.AttachmentWrite(reqCtx)))
+	conn := &streamConn{w: c.Response().Writer, setHeaders: setHeaders, started: make(chan bool, 1)}
+	done := make(chan error, 1)
+	go func() {
+		err := a.events.Hub.Serve(ctx, conn, userID, from, render, opts)
+		cancel()
+		if conn.raw != nil {
+			_ = conn.raw.Close()
+			logStreamEnd(log, err)
 		}
+		done <- err
+	}()
+	select {
+	case err := <-done: // it failed before its answer started
+		return err
+	case hijacked := <-conn.started:
+		if hijacked {
+			return nil // the stream's goroutine owns the connection now
+		}
+	}
+	stop := context.AfterFunc(reqCtx, cancel) // the client went
+	defer stop()
+	err = <-done
+	if reqCtx.Err() == nil {
+		logStreamEnd(log, err)
 	}
 	return nil // the answer has started: nothing else can be sent
 }
 
-type streamConn struct {
-	w     http.ResponseWriter
-	rc    *http.ResponseController
-	start func()
+// logStreamEnd logs why a stream ended, unless the client or the server ended it.
+func logStreamEnd(log *slog.Logger, err error) {
+	switch {
+	case err == nil, errors.Is(err, event.ErrStreamClosed), errors.Is(err, context.Canceled):
+	case errors.Is(err, auth.ErrAPIKeyNotFound), errors.Is(err, auth.ErrAPIKeyInactive):
+		log.Info("event stream ended: the API key is no longer usable")
+	case errors.Is(err, event.ErrSlowConsumer):
+		log.Info("event stream cut off: the client fell behind")
+	case errors.Is(err, net.ErrClosed), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET):
+		log.Debug("event stream ended: the client went", "err", err)
+	default:
+		log.Warn("event stream failed", "err", err)
+	}
 }
 
-func (s streamConn) Start()                             { s.start() }
-func (s streamConn) Write(p []byte) (int, error)        { return s.w.Write(p) }
-func (s streamConn) Flush() error                       { return s.rc.Flush() }
-func (s streamConn) SetWriteDeadline(t time.Time) error { return s.rc.SetWriteDeadline(t) }
+// streamConn is the stream's connection: the ResponseWriter until the answer starts, then the
+// connection taken over from net/http when it can be (raw), the ResponseWriter otherwise.
+type streamConn struct {
+	w          http.ResponseWriter
+	setHeaders func()
+	started    chan bool // Start's outcome: true when the connection was taken over
+	raw        net.Conn
+	head       []byte // the answer's head, sent with the first write on raw
+}
+
+func (s *streamConn) Start() {
+	s.setHeaders()
+	rc := http.NewResponseController(s.w)
+	raw, rw, err := rc.Hijack()
+	if err != nil {
+		s.w.WriteHeader(http.StatusOK)
+		s.started <- false
+		return
+	}
+	_ = rw // nothing buffered matters: a GET has no body, and the stream reads nothing more
+	var b bytes.Buffer
+	b.WriteString("HTTP/1.1 200 OK\r\n")
+	h := s.w.Header().Clone()
+	h.Del("Content-Length")
+	h.Set("Connection", "close") // the body ends with the connection
+	_ = h.Write(&b)
+	b.WriteString("\r\n")
+	s.raw, s.head = raw, b.Bytes()
+	// Nothing of the request stays referenced: net/http's buffers for it go with them.
+	s.w, s.setHeaders = nil, nil
+	s.started <- true
+}
+
+func (s *streamConn) Write(p []byte) (int, error) {
+	if s.raw == nil {
+		return s.w.Write(p)
+	}
+	if s.head != nil {
+		p = append(s.head, p...)
+		s.head = nil
+	}
+	return s.raw.Write(p)
+}
+
+func (s *streamConn) Flush() error {
+	if s.raw == nil {
+		return http.NewResponseController(s.w).Flush()
+	}
+	return nil // written straight to the connection
+}
+
+func (s *streamConn) SetWriteDeadline(t time.Time) error {
+	if s.raw == nil {
+		return http.NewResponseController(s.w).SetWriteDeadline(t)
+	}
+	return s.raw.SetWriteDeadline(t)
+}
 
 // renderer renders the events as the GET operations show their objects.
 type renderer struct{ conv *conversation.Service }

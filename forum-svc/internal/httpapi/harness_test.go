@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,12 @@ import (
 	"forumstats.local/shared/testutil"
 )
 
-func TestMain(m *testing.M) { testutil.Run(m) }
+func TestMain(m *testing.M) {
+	if addr := os.Getenv(idleClientsEnv); addr != "" {
+		idleClients(addr) // this binary plays the idle clients of BenchmarkIdleStreams
+	}
+	testutil.Run(m)
+}
 
 // The fixture. Page size 5. Conversation 10 has 10 messages (a multiple of the page size), 11 has
 // 11 (one more), 12 has 3 (a single page); 13 is between dave and erin only. Messages of 10 have
@@ -96,7 +102,7 @@ func fixture() string {
 }
 
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	h     http.Handler
 	gdb   *gorm.DB
 	clock *testutil.Clock
@@ -112,7 +118,7 @@ type envOptions struct {
 	stream       event.StreamOptions
 }
 
-func newEnv(t *testing.T, opts envOptions) *env {
+func newEnv(t testing.TB, opts envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
 	if opts.databaseURL == "" {
@@ -155,7 +161,7 @@ type response struct {
 	body   []byte
 }
 
-func (r response) json(t *testing.T) map[string]any {
+func (r response) json(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
 	dec := json.NewDecoder(bytes.NewReader(r.body))
