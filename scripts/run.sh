@@ -103,6 +103,10 @@ Statistics (the demo holds 90 days up to today, today in progress; server 2's da
   curl -s -H 'Accept: text/csv' 'http://127.0.0.1:8082/api/chat-statistics?period=week'
   curl -s 'http://127.0.0.1:8082/api/chat-icons'
 
+Forum-svc live events: bob's stream (server-sent events; leave it open, then reply as alice in
+conversation 10 from another terminal):
+  curl -N -H 'Forum-Api-Key: demo-bob-read-only-key-0123456789abcd' 'http://127.0.0.1:8081/api/events'
+
 Forum-svc demo users and keys (forum-svc/demo/README.md):
 MSG
 sed -n '/^Keys/,$p' forum-svc/demo/README.md
