@@ -13,6 +13,9 @@ type LiveCounts interface {
 	// Counted lists the servers counted live by guild id: where counting began and when the
 	// server's shard was last flushed.
 	Counted(ctx context.Context) (map[string]live.Counted, error)
+	// Finished lists, by guild id, which of the closed periods (labels) the reporter of live
+	// counts made final.
+	Finished(ctx context.Context, periods []string) (map[string]map[string]bool, error)
 }
 
 // LiveOwns reports whether the report of w is written from live counts, not by a pass that starts
@@ -30,4 +33,15 @@ func LiveOwns(w reports.Window, c live.Counted, counting bool, start time.Time, 
 	}
 	age := start.Sub(c.Flushed)
 	return age < fresh && age > -fresh
+}
+
+// LiveFinished reports whether a pass that starts at start leaves the closed window w of a server
+// to the reporter of live counts: the server is covered (live counting owns its open windows,
+// LiveOwns) and the reporter recorded w's report final (its day check found the live total equal
+// to the search's; a month, every day of it counted live). A closed window the reporter has not
+// finished (the check failed or differed, counting began during it, a gap is unfilled, history
+// before counting, backfill) is the pass's, by its usual rules; so is every window of a server
+// whose shard nobody flushes lately (its deletions are not seen live: the pass's search sees them).
+func LiveFinished(w reports.Window, covered, finished bool, start time.Time) bool {
+	return covered && finished && !w.Backfill && !w.To.After(start)
 }

@@ -62,6 +62,15 @@ func (m *memLive) UnfilledGaps(context.Context, time.Time) ([]live.GuildGap, err
 	return m.gaps, nil
 }
 
+// GuildChannels: the gateway never listed the channels (they are listed over REST).
+func (m *memLive) GuildChannels(context.Context, uint64) ([]discord.Channel, bool, error) {
+	return nil, false, nil
+}
+func (m *memLive) Finish(context.Context, uint64, string, time.Time) error { return nil }
+func (m *memLive) FinishedOf(context.Context, uint64, []string) (map[string]bool, error) {
+	return map[string]bool{}, nil
+}
+
 // memReports keeps the reports written and the stale marks.
 type memReports struct {
 	mu      sync.Mutex
