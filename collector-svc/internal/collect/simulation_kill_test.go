@@ -154,7 +154,7 @@ func (w *killWorld) connect() {
 		var all []live.Channel
 		for _, ch := range chans {
 			cid, _ := strconv.ParseUint(ch.ID, 10, 64)
-			all = append(all, live.Channel{ID: cid, Name: ch.Name})
+			all = append(all, live.Channel{ID: cid, Name: ch.Name, Type: ch.Type})
 		}
 		all = append(all, w.threads[id]...)
 		w.add(w.shardOf(g), live.Event{Type: live.TypeGuildCreate, GuildID: id, Channels: all})
@@ -216,7 +216,7 @@ func TestSimulationDayReplicaKilled(t *testing.T) {
 		for _, m := range w.messages(g.GuildID, start.Add(-40*24*time.Hour), day.End().Add(time.Hour)) {
 			if !listed[m.ChannelID] {
 				listed[m.ChannelID] = true
-				w.threads[id] = append(w.threads[id], live.Channel{ID: m.ChannelID, Name: "thread", Thread: true})
+				w.threads[id] = append(w.threads[id], live.Channel{ID: m.ChannelID, Name: "thread", Thread: true, Type: 11})
 			}
 		}
 	}
