@@ -414,8 +414,9 @@ func TestDeletionRewritesFinishedDay(t *testing.T) {
 	now := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
 	yesterday := reports.DayOf(now).AddDays(-1)
 	rep, d, lv, rs, _, clock := memRig(now)
-	d.n = 4                                                   // the search agrees with the live total
-	if err := rep.Flushed(context.Background()); err != nil { // the first step: yesterday checked, finished
+	// The search agrees with the live total: the first step checks yesterday and finishes it.
+	d.n = 4
+	if err := rep.Flushed(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if !lv.isFinished(5, yesterday.String()) {
