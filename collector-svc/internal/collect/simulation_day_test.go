@@ -2,6 +2,7 @@ package collect_test
 
 import (
 	"context"
+	"flag"
 	"strconv"
 	"sync"
 	"testing"
@@ -205,6 +206,10 @@ func simulateDay(t *testing.T, servers int, gateway bool) (r dayResult) {
 	return r
 }
 
+// simServers sets the servers of TestSimulationDay (go test -run '^TestSimulationDay$'
+// ./collector-svc/internal/collect/ -args -sim-servers=1000).
+var simServers = flag.Int("sim-servers", 0, "servers of TestSimulationDay (0: 200, 10 under -race or -short)")
+
 // TestSimulationDay: a Moscow day of the collector over servers × 30 channels (answers after
 // 300 ms, search buckets of 10/s per server, the cap of 50), in virtual time, search only and
 // with the gateway connected all day. With the gateway, the passes leave today's and this month's
@@ -223,6 +228,9 @@ func TestSimulationDay(t *testing.T) {
 	}
 	if testing.Short() {
 		servers = 10
+	}
+	if *simServers > 0 {
+		servers = *simServers
 	}
 	search := simulateDay(t, servers, false)
 	t.Logf("search only, %d servers: %d passes, %d requests in the day (%d × 429), real time %s",
