@@ -23,8 +23,8 @@ type LiveCounts interface {
 // counting owns the open windows (today and the current month: they end after start) of a server
 // whose counting began and whose shard some replica flushed within fresh of start (LIVE_GAP_DELAY,
 // the time after which the reporter of live counts also takes a shard as gone). Everything else is
-// the pass's: closed windows and backfill days (the reporter checks a day only once, as it closes),
-// servers never counted live, and servers whose shard nobody has flushed lately (no replica holds
+// the pass's (LiveFinished leaves it the closed windows the reporter made final): closed windows
+// and backfill days, servers never counted live, and servers whose shard nobody has flushed lately (no replica holds
 // it, or live counting is stopped): those go back to the pass, so that no window stays unwritten.
 // A flush stamped more than fresh after start (a replica's clock far ahead) does not count either.
 func LiveOwns(w reports.Window, c live.Counted, counting bool, start time.Time, fresh time.Duration) bool {
