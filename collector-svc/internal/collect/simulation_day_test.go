@@ -51,6 +51,13 @@ func (f *simFinished) Finish(_ context.Context, guild uint64, period string, _ t
 	return nil
 }
 
+func (f *simFinished) Unfinish(_ context.Context, guild uint64, period string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.done[strconv.FormatUint(guild, 10)], period)
+	return nil
+}
+
 func (f *simFinished) FinishedOf(_ context.Context, guild uint64, periods []string) (map[string]bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -75,6 +75,16 @@ func (s *Store) Finish(ctx context.Context, guild uint64, period string, at time
 	return nil
 }
 
+// Unfinish forgets that the server's period is final (a later check of it differed): the REST
+// pass counts it again.
+func (s *Store) Unfinish(ctx context.Context, guild uint64, period string) error {
+	err := s.db.WithContext(ctx).Exec("DELETE FROM live_finished WHERE guild_id = ? AND period = ?", id(guild), period).Error
+	if err != nil {
+		return fmt.Errorf("forget finished period %s of %d: %w", period, guild, err)
+	}
+	return nil
+}
+
 // Finished lists, by server id, which of periods are finished (Finish).
 func (s *Store) Finished(ctx context.Context, periods []string) (map[string]map[string]bool, error) {
 	out := map[string]map[string]bool{}

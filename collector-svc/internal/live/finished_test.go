@@ -112,5 +112,18 @@ func TestFinished(t *testing.T) {
 		if err != nil || !maps.Equal(one, map[string]bool{"2026-11-18": true}) {
 			t.Errorf("FinishedOf(2): %v, %v", one, err)
 		}
+		if err := s.Unfinish(ctx, 1, "2026-11-18"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Unfinish(ctx, 1, "2026-11-17"); err != nil { // never recorded: nothing to forget
+			t.Fatal(err)
+		}
+		one, err = s.FinishedOf(ctx, 1, []string{"2026-11-18", "2026-10"})
+		if err != nil || !maps.Equal(one, map[string]bool{"2026-10": true}) {
+			t.Errorf("FinishedOf(1) after Unfinish: %v, %v", one, err)
+		}
+		if two, _ := s.FinishedOf(ctx, 2, []string{"2026-11-18"}); !two["2026-11-18"] {
+			t.Error("Unfinish of server 1 forgot server 2's day")
+		}
 	})
 }

@@ -48,6 +48,8 @@ type LiveStore interface {
 	GuildChannels(ctx context.Context, guild uint64) ([]discord.Channel, bool, error)
 	// Finish records a closed period's report final: the REST pass leaves it alone.
 	Finish(ctx context.Context, guild uint64, period string, at time.Time) error
+	// Unfinish forgets it (a later check differed): the REST pass counts the period again.
+	Unfinish(ctx context.Context, guild uint64, period string) error
 	// FinishedOf tells which of periods are finished for the server.
 	FinishedOf(ctx context.Context, guild uint64, periods []string) (map[string]bool, error)
 }

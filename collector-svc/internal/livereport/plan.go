@@ -158,13 +158,20 @@ func spanRows(total int64, rows []reports.ChannelRow) spanCount {
 }
 
 // closedHours is, by server, the hours before todayH whose stored counts the batch changed: a
-// deletion (or a message delivered late) in a closed day, whose finished report must follow.
+// deletion (or a message delivered late, or a gap's fill) in a closed day, whose finished report
+// must follow.
 func closedHours(b live.Batch, todayH int64) map[uint64][]int64 {
 	out := map[uint64][]int64{}
-	for k, d := range b.Counts {
-		if d != 0 && k.Hour < todayH && !slices.Contains(out[k.Guild], k.Hour) {
-			out[k.Guild] = append(out[k.Guild], k.Hour)
+	add := func(counts map[live.Key]int64) {
+		for k, d := range counts {
+			if d != 0 && k.Hour < todayH && !slices.Contains(out[k.Guild], k.Hour) {
+				out[k.Guild] = append(out[k.Guild], k.Hour)
+			}
 		}
+	}
+	add(b.Counts)
+	for _, f := range b.Fills {
+		add(f.Counts)
 	}
 	for _, hs := range out {
 		slices.Sort(hs)

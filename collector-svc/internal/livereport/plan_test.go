@@ -239,9 +239,9 @@ func TestClosedHours(t *testing.T) {
 		{Guild: 2, Hour: today}:                  -1, // today: written anyway
 		{Guild: 3, Hour: today - 5}:              0,
 		{Guild: 4, Hour: today - 2, Channel: 10}: 1, // a message delivered late
-	}}
+	}, Fills: []live.Fill{{Guild: 4, Counts: map[live.Key]int64{{Guild: 4, Hour: today - 3}: 2, {Guild: 4, Hour: today}: 1}}}}
 	got := closedHours(b, today)
-	want := map[uint64][]int64{1: {today - 30, today - 1}, 4: {today - 2}}
+	want := map[uint64][]int64{1: {today - 30, today - 1}, 4: {today - 3, today - 2}}
 	if len(got) != len(want) {
 		t.Fatalf("closedHours = %v, want %v", got, want)
 	}

@@ -353,10 +353,8 @@ func (r *Reporter) closeDay(ctx context.Context, g uint64, guildID string, day r
 	// counts is then exact, and stays so as later deletions are subtracted from them. Any other
 	// day is the REST pass's, by its rules.
 	final := !partial && sums[0] == total
-	if final {
-		if err := r.cfg.Live.Finish(ctx, g, w.Label, now); err != nil {
-			return false, err
-		}
+	if err := r.setFinished(ctx, g, w.Label, final, now); err != nil {
+		return false, err
 	}
 	if m := day.MonthOf(); day.AddDays(1).MonthOf() != m {
 		mw := m.Window()
@@ -377,19 +375,27 @@ func (r *Reporter) finishMonth(ctx context.Context, g uint64, m reports.Month, c
 	w := m.Window()
 	fromH, toH := live.HourAt(w.From), live.HourAt(w.To)
 	if !lastFinal || cov.SinceID >= discord.SnowflakeAt(w.From) || len(unfilledIn(fromH, toH, cov)) > 0 {
-		return nil
+		return r.setFinished(ctx, g, w.Label, false, now)
 	}
 	days := monthDays(m, cov.SinceID)
 	done, err := r.cfg.Live.FinishedOf(ctx, g, days)
 	if err != nil {
 		return err
 	}
+	final := true
 	for _, d := range days {
-		if !done[d] {
-			return nil
-		}
+		final = final && done[d]
 	}
-	return r.cfg.Live.Finish(ctx, g, w.Label, now)
+	return r.setFinished(ctx, g, w.Label, final, now)
+}
+
+// setFinished records the period final, or forgets an earlier record (a check that differs
+// after a restart): only a period whose live counts a search confirmed is left by the pass.
+func (r *Reporter) setFinished(ctx context.Context, g uint64, period string, final bool, now time.Time) error {
+	if final {
+		return r.cfg.Live.Finish(ctx, g, period, now)
+	}
+	return r.cfg.Live.Unfinish(ctx, g, period)
 }
 
 // rewriteFinished writes again, from live counts, the finished closed reports (yesterday's, the
@@ -456,7 +462,8 @@ func (r *Reporter) rewriteGuild(ctx context.Context, g uint64, guildID string, w
 	}
 	var errs []error
 	for _, w := range ws {
-		if done[w.Label] {
+		// A window with a gap not filled waits for the fill, whose counts note its hours again.
+		if done[w.Label] && len(unfilledIn(live.HourAt(w.From), live.HourAt(w.To), cov)) == 0 {
 			metricFinishedRewrites.WithLabelValues(w.Kind.String()).Inc()
 			errs = append(errs, r.writeWindow(ctx, g, guildID, cov, channels, w, now))
 		}
