@@ -290,6 +290,15 @@ func TestSimulationDayReplicaKilled(t *testing.T) {
 		if want := w.fake.Count(g.GuildID, "", dayW.From, dayW.To); sums[0] != want || want == 0 {
 			t.Errorf("server %s: %d messages counted live in the day, the fake made %d", g.GuildID, sums[0], want)
 		}
+		// The day's check agreed with the search (the death cost no count): it is finished, and
+		// the day before, which counting began in, is the pass's.
+		done, err := w.lstore.FinishedOf(ctx, id, []string{day.String(), day.AddDays(-1).String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !done[day.String()] || done[day.AddDays(-1).String()] {
+			t.Errorf("server %s: finished %v, want %s only", g.GuildID, done, day)
+		}
 		for _, win := range []reports.Window{dayW, monthW} {
 			row, chans, found, err := w.reports.Report(ctx, win.Kind, g.GuildID, win.Label)
 			if err != nil || !found {
