@@ -138,6 +138,7 @@ type Result struct {
 	Reused        int       // closed windows whose unchanged total kept the stored channel counts
 	Live          int       // windows left to live counting (LiveOwns)
 	Finished      int       // closed windows the reporter of live counts made final (LiveFinished)
+	Awaiting      int       // closed windows whose check by the reporter is still due (LiveAwaitsCheck)
 	Skipped       int       // servers counted live that the pass sent no request for: nothing to count
 	Failures      []Failure // windows (or steps) that failed, in no particular order
 }
@@ -190,6 +191,7 @@ func (c *Collector) Pass(ctx context.Context) (Result, error) {
 	c.log.Info("pass time", "requests", res.Requests, "max_rps", c.cfg.MaxRPS, "expected", expected.Round(time.Millisecond).String(),
 		"actual", duration.Round(time.Millisecond).String(), "budget", budget.String(), "budget_short", expected > budget,
 		"reused_closed_windows", res.Reused, "live_windows", res.Live, "live_finished_windows", res.Finished,
+		"live_awaiting_check", res.Awaiting,
 		"servers_skipped", res.Skipped)
 	if err != nil && ctx.Err() != nil {
 		metricPasses.WithLabelValues("interrupted").Inc()
@@ -294,9 +296,13 @@ func (r *run) do(ctx context.Context) error {
 			}
 		}
 		for _, w := range r.windows {
-			if LiveFinished(w, covered, finished[e.GuildID][w.Label], r.start) {
+			switch {
+			case LiveFinished(w, covered, finished[e.GuildID][w.Label], r.start):
 				s.live[w.Label] = true
 				r.res.Finished++
+			case LiveAwaitsCheck(w, covered, r.start, r.c.cfg.LiveFresh):
+				s.live[w.Label] = true
+				r.res.Awaiting++
 			}
 		}
 		servers[i] = s

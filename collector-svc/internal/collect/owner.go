@@ -45,3 +45,12 @@ func LiveOwns(w reports.Window, c live.Counted, counting bool, start time.Time, 
 func LiveFinished(w reports.Window, covered, finished bool, start time.Time) bool {
 	return covered && finished && !w.Backfill && !w.To.After(start)
 }
+
+// LiveAwaitsCheck reports whether a pass that starts at start leaves the closed window w of a
+// covered server for now because the reporter's check of it is still due: w closed less than
+// twice fresh (LIVE_GAP_DELAY) ago, and the reporter checks a day fresh after it closes (a month
+// with its last day). The next pass, a pause later, finds it finished or counts it by its rules.
+// Until then its report is the one the reporter wrote from live counts while it was open.
+func LiveAwaitsCheck(w reports.Window, covered bool, start time.Time, fresh time.Duration) bool {
+	return covered && !w.Backfill && !w.To.After(start) && start.Sub(w.To) < 2*fresh
+}

@@ -289,3 +289,34 @@ func TestPassLeavesFinishedWindows(t *testing.T) {
 		t.Errorf("shard gone: yesterday searched %v, finished %d, live %d; want true, 0, 0", periods[yesterday], res.Finished, res.Live)
 	}
 }
+
+func TestLiveAwaitsCheck(t *testing.T) {
+	fresh := 2 * time.Minute
+	midnight := ts("2026-11-19T21:00:00Z") // Moscow 20 November begins
+	yesterday := reports.Day{Year: 2026, Month: time.November, Day: 19}.Window()
+	prevMonth := reports.Month{Year: 2026, Month: time.October}.Window()
+	backfill := yesterday
+	backfill.Backfill = true
+	cases := []struct {
+		name    string
+		w       reports.Window
+		covered bool
+		start   time.Time
+		want    bool
+	}{
+		{"yesterday, the pass at midnight", yesterday, true, midnight, true},
+		{"yesterday, just before twice LIVE_GAP_DELAY", yesterday, true, midnight.Add(2*fresh - time.Second), true},
+		{"yesterday, twice LIVE_GAP_DELAY after: checked or the pass's", yesterday, true, midnight.Add(2 * fresh), false},
+		{"yesterday, server not covered", yesterday, false, midnight, false},
+		{"a backfill day", backfill, true, midnight, false},
+		{"a month closed long ago", prevMonth, true, midnight, false},
+		{"a window still open", yesterday, true, midnight.Add(-time.Minute), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := LiveAwaitsCheck(c.w, c.covered, c.start, fresh); got != c.want {
+				t.Errorf("LiveAwaitsCheck(%s at %s) = %v, want %v", c.w.Label, c.start, got, c.want)
+			}
+		})
+	}
+}
