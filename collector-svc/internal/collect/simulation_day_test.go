@@ -257,8 +257,10 @@ func TestSimulationDay(t *testing.T) {
 		t.Errorf("gateway: %d windows left to live counting, want %d", gw.liveWindows, want)
 	}
 	// The first pass, at midnight, leaves yesterday to its check, due two minutes later; the later
-	// ones find every closed window finished: no pass sends anything.
-	if gw.passRequests != 0 {
+	// ones find every closed window finished: no pass sends anything. (At 1,000 servers the
+	// reporter's round of checks, one request at a time at 300 ms, outlasts the pause before the
+	// second pass, which counts the servers not checked yet: only the ratio holds there.)
+	if servers <= 200 && gw.passRequests != 0 {
 		t.Errorf("gateway: the passes sent %d requests, want none", gw.passRequests)
 	}
 	// The reporter: one search a server for each day it checks: the day before yesterday (a
