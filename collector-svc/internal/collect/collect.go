@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -136,6 +137,9 @@ type Result struct {
 	Requests      int64     // Discord calls made (each may be several attempts)
 	Reused        int       // closed windows whose unchanged total kept the stored channel counts
 	Live          int       // windows left to live counting (LiveOwns)
+	Finished      int       // closed windows the reporter of live counts made final (LiveFinished)
+	Awaiting      int       // closed windows whose check by the reporter is still due (LiveAwaitsCheck)
+	Skipped       int       // servers counted live that the pass sent no request for: nothing to count
 	Failures      []Failure // windows (or steps) that failed, in no particular order
 }
 
@@ -186,7 +190,9 @@ func (c *Collector) Pass(ctx context.Context) (Result, error) {
 	budget := time.Duration(c.cfg.RefreshMinutes) * time.Minute
 	c.log.Info("pass time", "requests", res.Requests, "max_rps", c.cfg.MaxRPS, "expected", expected.Round(time.Millisecond).String(),
 		"actual", duration.Round(time.Millisecond).String(), "budget", budget.String(), "budget_short", expected > budget,
-		"reused_closed_windows", res.Reused, "live_windows", res.Live)
+		"reused_closed_windows", res.Reused, "live_windows", res.Live, "live_finished_windows", res.Finished,
+		"live_awaiting_check", res.Awaiting,
+		"servers_skipped", res.Skipped)
 	if err != nil && ctx.Err() != nil {
 		metricPasses.WithLabelValues("interrupted").Inc()
 		c.log.Info("pass interrupted", "servers", res.Servers, "written", res.Written, "duration", duration.String())
@@ -254,7 +260,7 @@ type server struct {
 	channels []discord.Channel // message-bearing
 	later    []reports.Window  // its closed windows, counted after every server's open ones
 	done     map[string]bool   // windows written or failed, by label
-	live     map[string]bool   // windows live counting writes (LiveOwns), by label
+	live     map[string]bool   // windows live counting writes (LiveOwns, LiveFinished), by label
 }
 
 // do collects every server in two rounds, freshness first: the guild, its channels and the open
@@ -275,15 +281,28 @@ func (r *run) do(ctx context.Context) error {
 	}
 	r.res.Servers = len(entries)
 	counted := r.liveCounted(ctx)
+	finished := r.liveFinished(ctx, counted)
 	servers := make([]*server, len(entries))
 	for i, e := range entries {
 		s := &server{Entry: e, log: r.c.log.With("guild_id", e.GuildID, "number", e.Number), done: map[string]bool{},
 			live: map[string]bool{}}
 		c, counting := counted[e.GuildID]
+		covered := false
 		for _, w := range r.windows {
 			if counted != nil && LiveOwns(w, c, counting, r.start, r.c.cfg.LiveFresh) {
 				s.live[w.Label] = true
+				covered = true
 				r.res.Live++
+			}
+		}
+		for _, w := range r.windows {
+			switch {
+			case LiveFinished(w, covered, finished[e.GuildID][w.Label], r.start):
+				s.live[w.Label] = true
+				r.res.Finished++
+			case LiveAwaitsCheck(w, covered, r.start, r.c.cfg.LiveFresh):
+				s.live[w.Label] = true
+				r.res.Awaiting++
 			}
 		}
 		servers[i] = s
@@ -377,6 +396,18 @@ func (r *run) open(ctx, dctx context.Context, stopDiscord context.CancelFunc, s 
 	if r.abortErr() != nil {
 		return // marked at the end of the pass
 	}
+	// Backfill days come first: a server whose every window is live counting's asks Discord
+	// nothing, not even its guild or channels, unless a day is missing.
+	backfill, err := r.backfill(ctx, s.GuildID)
+	if err != nil {
+		s.log.Error("cannot read which days are missing; not backfilling", "err", err)
+	}
+	if len(backfill) == 0 && !slices.ContainsFunc(r.regular(), func(w reports.Window) bool { return !s.live[w.Label] }) {
+		r.mu.Lock()
+		r.res.Skipped++
+		r.mu.Unlock()
+		return
+	}
 	r.requests.Add(1)
 	g, err := d.Guild(dctx, s.GuildID)
 	if failed(err) {
@@ -397,14 +428,10 @@ func (r *run) open(ctx, dctx context.Context, stopDiscord context.CancelFunc, s 
 		}
 	}
 	s.ready = true
-	backfill, err := r.backfill(ctx, s.GuildID)
-	if err != nil {
-		s.log.Error("cannot read which days are missing; not backfilling", "err", err)
-	}
 	for _, w := range r.regular() {
 		switch {
 		case s.live[w.Label]:
-			// Written from live counts (LiveOwns).
+			// Written from live counts (LiveOwns, LiveFinished).
 		case r.closed(w):
 			s.later = append(s.later, w)
 		default:
@@ -430,6 +457,26 @@ func (r *run) liveCounted(ctx context.Context) map[string]live.Counted {
 		counted = map[string]live.Counted{}
 	}
 	return counted
+}
+
+// liveFinished reads which closed windows the reporter of live counts made final, by guild id;
+// nil (the pass counts every closed window) without live counting or when it cannot be read.
+func (r *run) liveFinished(ctx context.Context, counted map[string]live.Counted) map[string]map[string]bool {
+	if counted == nil {
+		return nil
+	}
+	var labels []string
+	for _, w := range r.regular() {
+		if r.closed(w) {
+			labels = append(labels, w.Label)
+		}
+	}
+	finished, err := r.c.cfg.Live.Finished(ctx, labels)
+	if err != nil {
+		r.c.log.Warn("cannot read which closed windows live counting finished; the pass counts them", "err", err)
+		return nil
+	}
+	return finished
 }
 
 // closed tells whether nothing can be added to w any more: it ended before the pass started.

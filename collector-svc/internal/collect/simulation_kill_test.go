@@ -154,7 +154,7 @@ func (w *killWorld) connect() {
 		var all []live.Channel
 		for _, ch := range chans {
 			cid, _ := strconv.ParseUint(ch.ID, 10, 64)
-			all = append(all, live.Channel{ID: cid, Name: ch.Name})
+			all = append(all, live.Channel{ID: cid, Name: ch.Name, Type: ch.Type})
 		}
 		all = append(all, w.threads[id]...)
 		w.add(w.shardOf(g), live.Event{Type: live.TypeGuildCreate, GuildID: id, Channels: all})
@@ -216,7 +216,7 @@ func TestSimulationDayReplicaKilled(t *testing.T) {
 		for _, m := range w.messages(g.GuildID, start.Add(-40*24*time.Hour), day.End().Add(time.Hour)) {
 			if !listed[m.ChannelID] {
 				listed[m.ChannelID] = true
-				w.threads[id] = append(w.threads[id], live.Channel{ID: m.ChannelID, Name: "thread", Thread: true})
+				w.threads[id] = append(w.threads[id], live.Channel{ID: m.ChannelID, Name: "thread", Thread: true, Type: 11})
 			}
 		}
 	}
@@ -289,6 +289,15 @@ func TestSimulationDayReplicaKilled(t *testing.T) {
 		}
 		if want := w.fake.Count(g.GuildID, "", dayW.From, dayW.To); sums[0] != want || want == 0 {
 			t.Errorf("server %s: %d messages counted live in the day, the fake made %d", g.GuildID, sums[0], want)
+		}
+		// The day's check agreed with the search (the death cost no count): it is finished, and
+		// the day before, which counting began in, is the pass's.
+		done, err := w.lstore.FinishedOf(ctx, id, []string{day.String(), day.AddDays(-1).String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !done[day.String()] || done[day.AddDays(-1).String()] {
+			t.Errorf("server %s: finished %v, want %s only", g.GuildID, done, day)
 		}
 		for _, win := range []reports.Window{dayW, monthW} {
 			row, chans, found, err := w.reports.Report(ctx, win.Kind, g.GuildID, win.Label)

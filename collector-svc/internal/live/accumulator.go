@@ -26,6 +26,7 @@ type ChannelState struct {
 	Name    string
 	Thread  bool
 	Deleted bool
+	Type    int // the gateway's channel type
 }
 
 // Checkpoint is where a shard's session stands: the gateway resumes it from Seq. FlushedAt is
@@ -176,7 +177,7 @@ func (a *Accumulator) Apply(ev Event, at time.Time) {
 		a.b.Listed[ev.GuildID] = ids
 	case TypeChannelCreate, TypeChannelUpdate, TypeThreadCreate:
 		for _, c := range ev.Channels {
-			a.channel(ev.GuildID, Channel{ID: c.ID, Name: c.Name, Thread: c.Thread || ev.Type == TypeThreadCreate}, false)
+			a.channel(ev.GuildID, Channel{ID: c.ID, Name: c.Name, Thread: c.Thread || ev.Type == TypeThreadCreate, Type: c.Type}, false)
 		}
 	case TypeChannelDelete:
 		for _, c := range ev.Channels {
@@ -191,7 +192,7 @@ func (a *Accumulator) Apply(ev Event, at time.Time) {
 
 func (a *Accumulator) channel(guild uint64, c Channel, deleted bool) {
 	k := ChannelKey{guild, c.ID}
-	a.b.Channels[k] = ChannelState{Name: c.Name, Thread: c.Thread, Deleted: deleted}
+	a.b.Channels[k] = ChannelState{Name: c.Name, Thread: c.Thread, Deleted: deleted, Type: c.Type}
 	if c.Thread {
 		a.threads[k] = true
 	} else {

@@ -49,6 +49,9 @@ type Channel struct {
 	ID     uint64
 	Name   string
 	Thread bool
+	// Type is the gateway's channel type (0 text, 2 voice, 4 category, 5 announcement, 11 a
+	// thread, ...): reports list the channels that can hold messages (discord.MessageBearing).
+	Type int
 }
 
 // hourMillis is one hour in milliseconds.

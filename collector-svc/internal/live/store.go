@@ -248,6 +248,12 @@ func writeChannels(tx *gorm.DB, b Batch) error {
 		if err := q.Update("deleted", true).Error; err != nil {
 			return fmt.Errorf("write live channels: %w", err)
 		}
+		// From now on live_channels holds every channel of the server with its type: reports
+		// take their channels from it rather than from a REST listing.
+		err := tx.Table("live_guilds").Where("guild_id = ? AND NOT channels_listed", id(g)).Update("channels_listed", true).Error
+		if err != nil {
+			return fmt.Errorf("write live guilds: %w", err)
+		}
 	}
 	keys := slices.SortedFunc(maps.Keys(b.Channels), func(x, y ChannelKey) int {
 		return cmp.Or(cmp.Compare(x.Guild, y.Guild), cmp.Compare(x.Channel, y.Channel))
@@ -256,14 +262,14 @@ func writeChannels(tx *gorm.DB, b Batch) error {
 	for _, k := range keys {
 		c := b.Channels[k]
 		rows = append(rows, map[string]any{"guild_id": id(k.Guild), "channel_id": id(k.Channel), "name": c.Name,
-			"thread": c.Thread, "deleted": c.Deleted})
+			"thread": c.Thread, "deleted": c.Deleted, "channel_type": c.Type})
 	}
 	if len(rows) == 0 {
 		return nil
 	}
 	err := tx.Table("live_channels").Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "guild_id"}, {Name: "channel_id"}},
-		DoUpdates: clause.AssignmentColumns([]string{"name", "thread", "deleted"}),
+		DoUpdates: clause.AssignmentColumns([]string{"name", "thread", "deleted", "channel_type"}),
 	}).CreateInBatches(rows, batchSize).Error
 	if err != nil {
 		return fmt.Errorf("write live channels: %w", err)

@@ -26,7 +26,7 @@ func Event(ev gateway.Event) live.Event {
 	if len(ev.Channels) > 0 {
 		out.Channels = make([]live.Channel, len(ev.Channels))
 		for i, c := range ev.Channels {
-			out.Channels[i] = live.Channel{ID: c.ID, Name: c.Name, Thread: c.Thread}
+			out.Channels[i] = live.Channel{ID: c.ID, Name: c.Name, Thread: c.Thread, Type: c.Type}
 		}
 	}
 	return out

@@ -23,11 +23,11 @@ func TestEvent(t *testing.T) {
 		{"guild create", gateway.Event{Seq: 3, Type: "GUILD_CREATE", GuildID: 10, Channels: []gateway.Channel{
 			{ID: 20, Type: 0, Name: "general"}, {ID: 21, ParentID: 20, Type: 11, Name: "a thread", Thread: true}}},
 			live.Event{Seq: 3, Type: "GUILD_CREATE", GuildID: 10, Channels: []live.Channel{
-				{ID: 20, Name: "general"}, {ID: 21, Name: "a thread", Thread: true}}}},
+				{ID: 20, Name: "general"}, {ID: 21, Name: "a thread", Thread: true, Type: 11}}}},
 		{"thread create", gateway.Event{Seq: 4, Type: "THREAD_CREATE", GuildID: 10, ChannelID: 21, ParentID: 20,
 			Channels: []gateway.Channel{{ID: 21, ParentID: 20, Type: 11, Name: "t", Thread: true}}},
 			live.Event{Seq: 4, Type: "THREAD_CREATE", GuildID: 10, ChannelID: 21, ParentID: 20,
-				Channels: []live.Channel{{ID: 21, Name: "t", Thread: true}}}},
+				Channels: []live.Channel{{ID: 21, Name: "t", Thread: true, Type: 11}}}},
 		{"other type", gateway.Event{Shard: 3, Seq: 9, Type: "TYPING_START"}, live.Event{Shard: 3, Seq: 9, Type: "TYPING_START"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

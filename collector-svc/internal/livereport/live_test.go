@@ -97,7 +97,7 @@ func newRigOf(t *testing.T, gdb *gorm.DB, start time.Time, guilds int) *rig {
 	for _, ch := range all {
 		id, _ := strconv.ParseUint(ch.ID, 10, 64)
 		seen[id] = true
-		r.channels = append(r.channels, live.Channel{ID: id, Name: ch.Name})
+		r.channels = append(r.channels, live.Channel{ID: id, Name: ch.Name, Type: ch.Type})
 		if discord.MessageBearing(ch.Type) {
 			r.listed = append(r.listed, ch)
 		}
@@ -110,7 +110,7 @@ func newRigOf(t *testing.T, gdb *gorm.DB, start time.Time, guilds int) *rig {
 	for _, m := range msgs {
 		if !seen[m.ChannelID] {
 			seen[m.ChannelID] = true
-			r.channels = append(r.channels, live.Channel{ID: m.ChannelID, Name: "thread", Thread: true})
+			r.channels = append(r.channels, live.Channel{ID: m.ChannelID, Name: "thread", Thread: true, Type: 11})
 		}
 	}
 	r.lstore = live.NewStore(gdb)
@@ -335,9 +335,43 @@ func TestReportsFromLiveCounts(t *testing.T) {
 			t.Errorf("a closed day is checked once: %d requests, want 1", n)
 		}
 
+		finished := func(d reports.Day) bool {
+			t.Helper()
+			done, err := r.lstore.FinishedOf(ctx, r.guild, []string{d.String()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return done[d.String()]
+		}
+		if !finished(d2) {
+			t.Error("a day whose totals agreed at its close is not recorded finished")
+		}
+		if finished(day) {
+			t.Error("the day counting began in is recorded finished: it is the pass's")
+		}
+
+		// (b2) A deletion the gateway tells in the finished day: its report is written again from
+		// live counts, with no request.
+		d3 := d2.AddDays(1)
+		r.feed(d3.Start().Add(time.Hour))
+		r.flush()
+		if err := r.rep.Flushed(ctx); err != nil {
+			t.Fatal(err)
+		}
+		before = r.requests()
+		late := r.messages(d2.Start().Add(16*time.Hour), d2.End())[3]
+		r.remove(late, true)
+		r.flush()
+		if err := r.rep.Flushed(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := r.requests() - before; n != 0 {
+			t.Errorf("rewriting a finished day after a deletion sent %d requests, want 0", n)
+		}
+		r.exact(d2.Window())
+
 		// (c) A deletion the gateway never told: the totals differ at the close, and the channels
 		// are searched.
-		d3 := d2.AddDays(1)
 		r.feed(d3.Start().Add(15 * time.Hour))
 		r.remove(r.messages(d3.Start(), d3.Start().Add(15*time.Hour))[5], false)
 		r.feed(d3.End().Add(-time.Minute))
@@ -355,6 +389,9 @@ func TestReportsFromLiveCounts(t *testing.T) {
 			t.Errorf("closing a day whose totals differ sent %d requests, want %d (the total, then each channel)", n, want)
 		}
 		r.exact(d3.Window())
+		if finished(d3) {
+			t.Error("a day whose totals differed at its close is recorded finished: it is the pass's")
+		}
 
 		// (d) A gap whose search fails stays unfilled, and the report stale, until a search works.
 		d4 := d3.AddDays(1)

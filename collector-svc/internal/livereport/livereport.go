@@ -43,6 +43,15 @@ type LiveStore interface {
 	// Sums adds up the stored counts of the hours [from, to) per channel, the total under 0.
 	Sums(ctx context.Context, guild uint64, from, to int64) (map[uint64]int64, error)
 	UnfilledGaps(ctx context.Context, from time.Time) ([]live.GuildGap, error)
+	// GuildChannels is the server's message-bearing channels as the gateway described them;
+	// listed false until a GUILD_CREATE listed them all (the channels are then listed over REST).
+	GuildChannels(ctx context.Context, guild uint64) ([]discord.Channel, bool, error)
+	// Finish records a closed period's report final: the REST pass leaves it alone.
+	Finish(ctx context.Context, guild uint64, period string, at time.Time) error
+	// Unfinish forgets it (a later check differed): the REST pass counts the period again.
+	Unfinish(ctx context.Context, guild uint64, period string) error
+	// FinishedOf tells which of periods are finished for the server.
+	FinishedOf(ctx context.Context, guild uint64, periods []string) (map[string]bool, error)
 }
 
 // ReportStore is where reports are written (store.Store: every write bumps the data generation).
@@ -166,6 +175,9 @@ type Reporter struct {
 	// When each server's today's and this month's reports were last written here.
 	written   map[uint64]time.Time
 	failedGap map[live.GuildGap]time.Time // a gap whose search failed is searched again from then
+	// Servers whose stored counts changed in hours before today (a deletion of an older message,
+	// mostly): their finished closed reports are written again from live counts. Guarded by mu.
+	closedChanged map[uint64]map[int64]bool
 }
 
 type cachedChannels struct {
@@ -205,6 +217,7 @@ func New(cfg Config) *Reporter {
 		changedShards: map[[2]int]bool{},
 		closed:        map[uint64]reports.Day{}, retryWrite: map[uint64]time.Time{}, retryClose: map[uint64]time.Time{},
 		failedGap: map[live.GuildGap]time.Time{}, written: map[uint64]time.Time{},
+		closedChanged: map[uint64]map[int64]bool{},
 	}
 	// A shard flushes every few seconds; one not heard of for GapDelay is no longer here.
 	r.held = &shards{now: cfg.Now, heldFor: cfg.GapDelay, held: map[int]heldShard{}}
@@ -266,7 +279,33 @@ func (r *Reporter) AfterFlush(f Flush) {
 		r.wake()
 		return
 	}
+	r.noteClosed(closedHours(*f.Batch, live.HourAt(reports.DayOf(r.cfg.Now()).Start())))
 	r.Note(batchGuilds(*f.Batch)...)
+}
+
+// noteClosed records the hours before today whose counts a batch changed, by server.
+func (r *Reporter) noteClosed(hours map[uint64][]int64) {
+	if len(hours) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for g, hs := range hours {
+		if r.closedChanged[g] == nil {
+			r.closedChanged[g] = map[int64]bool{}
+		}
+		for _, h := range hs {
+			r.closedChanged[g][h] = true
+		}
+	}
+}
+
+func (r *Reporter) takeClosed() map[uint64]map[int64]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.closedChanged
+	r.closedChanged = map[uint64]map[int64]bool{}
+	return out
 }
 
 func (r *Reporter) wake() {
@@ -282,7 +321,7 @@ func (r *Reporter) wake() {
 func (r *Reporter) Flushed(ctx context.Context) error {
 	r.step.Lock()
 	defer r.step.Unlock()
-	return errors.Join(r.fillGaps(ctx), r.writeChanged(ctx), r.closeDays(ctx))
+	return errors.Join(r.fillGaps(ctx), r.rewriteFinished(ctx), r.writeChanged(ctx), r.closeDays(ctx))
 }
 
 // Run runs Flushed whenever a stored batch changed counts, and at least every tick (so that gaps
@@ -319,8 +358,18 @@ func (r *Reporter) catalogGuilds(ctx context.Context) (map[uint64]string, error)
 	return out, nil
 }
 
-// channelList is the server's message-bearing channels, read again every SearchEvery.
+// channelList is the server's message-bearing channels: as the gateway described them once a
+// GUILD_CREATE listed them (no request), otherwise Discord's list, read again every SearchEvery.
 func (r *Reporter) channelList(ctx context.Context, guildID string) ([]discord.Channel, error) {
+	if g, err := strconv.ParseUint(guildID, 10, 64); err == nil {
+		list, listed, err := r.cfg.Live.GuildChannels(ctx, g)
+		if err != nil {
+			return nil, err
+		}
+		if listed {
+			return list, nil
+		}
+	}
 	now := r.cfg.Now()
 	if c, ok := r.channels[guildID]; ok && now.Sub(c.at) < r.cfg.SearchEvery {
 		return c.list, nil

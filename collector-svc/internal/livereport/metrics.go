@@ -11,4 +11,6 @@ var (
 		"Days checked at their close: equal (one search agreed with the live total), differs (searched per channel), searched (counting began during the day).", "result")
 	metricClosedDiff = metrics.Histogram("collector_live_closed_day_difference_messages",
 		"How far a closed day's live total was from its search total, in messages, when they differed.", 1, 2, 5, 10, 50, 100, 1000, 10000)
+	metricFinishedRewrites = metrics.CounterVec("collector_live_finished_rewrites_total",
+		"Finished closed reports (yesterday's, the previous month's) written again from live counts after their hours changed (a deletion), by kind.", "kind")
 )

@@ -113,3 +113,65 @@ func TestPassLeavesLiveReportsToTheReporter(t *testing.T) {
 		}
 	})
 }
+
+// TestPassLeavesFinishedDayToTheReporter: over one database, a day of a server counted live whole
+// closes with the live total equal to the search's: the reporter records it finished, and a pass
+// after the close leaves its report alone (the reporter's, exact). A deletion in that day that the
+// gateway tells is written into it by the reporter, with no request; the pass still leaves it, and
+// it stays equal to the fake's count.
+func TestPassLeavesFinishedDayToTheReporter(t *testing.T) {
+	both(t, func(t *testing.T, gdb *gorm.DB) {
+		day := reports.Day{Year: 2026, Month: time.November, Day: 20}
+		since := day.Start().Add(-90 * time.Minute)
+		r := newRig(t, gdb, since)
+		const fresh = 2 * time.Minute
+		pass := collect.New(collect.Config{Discord: r.client, Store: r.reports, Live: r.lstore, LiveFresh: fresh,
+			Now: r.clock.Now})
+		r.ready("s1")
+		r.guildCreate()
+		r.fedTo = since
+		checked := day.End().Add(fresh + time.Second)
+		r.feed(checked)
+		r.flush()
+		if err := r.rep.Flushed(ctx); err != nil { // the day closes: checked, equal, finished
+			t.Fatal(err)
+		}
+		if done, err := r.lstore.FinishedOf(ctx, r.guild, []string{day.String()}); err != nil || !done[day.String()] {
+			t.Fatalf("the day is not recorded finished: %v, %v", done, err)
+		}
+		stored, _ := r.report(reports.KindDay, day.String())
+
+		// A pass twice LIVE_GAP_DELAY after the close, the shard just flushed: it leaves the day.
+		at := day.End().Add(2*fresh + time.Second)
+		r.feed(at)
+		r.flush()
+		r.clock.Set(at.Add(time.Second))
+		res, err := pass.Pass(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Finished != 1 {
+			t.Errorf("the pass left %d finished windows, want 1 (yesterday; the previous month is the pass's)", res.Finished)
+		}
+		if row, _ := r.report(reports.KindDay, day.String()); !row.GeneratedAt.Equal(stored.GeneratedAt) {
+			t.Errorf("the pass rewrote the finished day at %s (the reporter's at %s)", row.GeneratedAt, stored.GeneratedAt)
+		}
+
+		// The gateway tells a deletion in the finished day: the reporter writes it in.
+		gone := r.messages(day.Start().Add(12*time.Hour), day.Start().Add(13*time.Hour))[0]
+		r.remove(gone, true)
+		r.flush()
+		before := r.requests()
+		if err := r.rep.Flushed(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := r.requests() - before; n != 0 {
+			t.Errorf("writing a deletion into a finished day sent %d requests, want 0", n)
+		}
+		r.clock.Set(r.clock.Now().Add(time.Second))
+		if _, err := pass.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r.exact(day.Window())
+	})
+}

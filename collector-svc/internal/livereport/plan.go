@@ -156,3 +156,54 @@ func spanRows(total int64, rows []reports.ChannelRow) spanCount {
 	}
 	return sc
 }
+
+// closedHours is, by server, the hours before todayH whose stored counts the batch changed: a
+// deletion (or a message delivered late, or a gap's fill) in a closed day, whose finished report
+// must follow.
+func closedHours(b live.Batch, todayH int64) map[uint64][]int64 {
+	out := map[uint64][]int64{}
+	add := func(counts map[live.Key]int64) {
+		for k, d := range counts {
+			if d != 0 && k.Hour < todayH && !slices.Contains(out[k.Guild], k.Hour) {
+				out[k.Guild] = append(out[k.Guild], k.Hour)
+			}
+		}
+	}
+	add(b.Counts)
+	for _, f := range b.Fills {
+		add(f.Counts)
+	}
+	for _, hs := range out {
+		slices.Sort(hs)
+	}
+	return out
+}
+
+// closedWindows is the closed windows the collector still refreshes at now (yesterday and the
+// previous month) that hold one of hours; all of them when hours is nil.
+func closedWindows(now time.Time, hours map[int64]bool) []reports.Window {
+	today := reports.DayOf(now)
+	var out []reports.Window
+	for _, w := range []reports.Window{today.AddDays(-1).Window(), today.MonthOf().AddMonths(-1).Window()} {
+		fromH, toH := live.HourAt(w.From), live.HourAt(w.To)
+		held := hours == nil
+		for h := range hours {
+			held = held || fromH <= h && h < toH
+		}
+		if held {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// monthDays is the labels of the days of m from the one holding sinceID (counting began) on.
+func monthDays(m reports.Month, sinceID uint64) []string {
+	var out []string
+	for d := m.First(); d.MonthOf() == m; d = d.AddDays(1) {
+		if discord.SnowflakeAt(d.End()) > sinceID {
+			out = append(out, d.String())
+		}
+	}
+	return out
+}

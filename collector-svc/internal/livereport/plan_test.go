@@ -229,3 +229,66 @@ func TestBatchGuilds(t *testing.T) {
 		t.Fatalf("an empty batch changes %v", got)
 	}
 }
+
+func TestClosedHours(t *testing.T) {
+	today := hourOf("2026-11-19T21:00:00Z") // Moscow 20 November begins
+	b := live.Batch{Counts: map[live.Key]int64{
+		{Guild: 1, Hour: today - 1}:              -1, // a deletion yesterday
+		{Guild: 1, Hour: today - 1, Channel: 9}:  -1,
+		{Guild: 1, Hour: today - 30}:             -2, // the day before
+		{Guild: 2, Hour: today}:                  -1, // today: written anyway
+		{Guild: 3, Hour: today - 5}:              0,
+		{Guild: 4, Hour: today - 2, Channel: 10}: 1, // a message delivered late
+	}, Fills: []live.Fill{{Guild: 4, Counts: map[live.Key]int64{{Guild: 4, Hour: today - 3}: 2, {Guild: 4, Hour: today}: 1}}}}
+	got := closedHours(b, today)
+	want := map[uint64][]int64{1: {today - 30, today - 1}, 4: {today - 3, today - 2}}
+	if len(got) != len(want) {
+		t.Fatalf("closedHours = %v, want %v", got, want)
+	}
+	for g, hs := range want {
+		if !slices.Equal(got[g], hs) {
+			t.Errorf("closedHours[%d] = %v, want %v", g, got[g], hs)
+		}
+	}
+}
+
+func TestClosedWindows(t *testing.T) {
+	now, _ := time.Parse(time.RFC3339, "2026-11-20T09:00:00Z") // 20 November, Moscow
+	labels := func(hours map[int64]bool) []string {
+		var out []string
+		for _, w := range closedWindows(now, hours) {
+			out = append(out, w.Label)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name  string
+		hours map[int64]bool
+		want  []string
+	}{
+		{"every closed window", nil, []string{"2026-11-19", "2026-10"}},
+		{"an hour of yesterday", map[int64]bool{hourOf("2026-11-19T10:00:00Z"): true}, []string{"2026-11-19"}},
+		{"yesterday's first hour (Moscow midnight)", map[int64]bool{hourOf("2026-11-18T21:00:00Z"): true}, []string{"2026-11-19"}},
+		{"the day before yesterday: neither", map[int64]bool{hourOf("2026-11-18T20:00:00Z"): true}, nil},
+		{"the previous month's last hour", map[int64]bool{hourOf("2026-10-31T20:00:00Z"): true}, []string{"2026-10"}},
+		{"both", map[int64]bool{hourOf("2026-10-02T00:00:00Z"): true, hourOf("2026-11-19T00:00:00Z"): true}, []string{"2026-11-19", "2026-10"}},
+	} {
+		if got := labels(tt.hours); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: closedWindows = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestMonthDays(t *testing.T) {
+	m := reports.Month{Year: 2026, Month: time.November}
+	if got := monthDays(m, at("2026-09-01T00:00:00Z")); len(got) != 30 || got[0] != "2026-11-01" || got[29] != "2026-11-30" {
+		t.Errorf("counted before the month: %v", got)
+	}
+	// Counting began at 10:00 Moscow time on 17 November: that day and the later ones.
+	if got := monthDays(m, at("2026-11-17T07:00:00Z")); len(got) != 14 || got[0] != "2026-11-17" {
+		t.Errorf("counted from 17 November: %v", got)
+	}
+	if got := monthDays(m, at("2026-12-01T00:00:00Z")); len(got) != 0 {
+		t.Errorf("counted after the month: %v", got)
+	}
+}

@@ -46,9 +46,11 @@ func (d *memDiscord) count() int {
 
 // memLive is a live store of fixed coverage and sums.
 type memLive struct {
-	cov  map[uint64]live.Coverage
-	sums map[uint64]int64
-	gaps []live.GuildGap
+	cov      map[uint64]live.Coverage
+	sums     map[uint64]int64
+	gaps     []live.GuildGap
+	mu       sync.Mutex
+	finished map[uint64]map[string]bool
 }
 
 func (m *memLive) Coverage(_ context.Context, g uint64) (live.Coverage, bool, error) {
@@ -60,6 +62,45 @@ func (m *memLive) Sums(context.Context, uint64, int64, int64) (map[uint64]int64,
 }
 func (m *memLive) UnfilledGaps(context.Context, time.Time) ([]live.GuildGap, error) {
 	return m.gaps, nil
+}
+
+// GuildChannels: the gateway never listed the channels (they are listed over REST).
+func (m *memLive) GuildChannels(context.Context, uint64) ([]discord.Channel, bool, error) {
+	return nil, false, nil
+}
+func (m *memLive) Finish(_ context.Context, g uint64, period string, _ time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.finished == nil {
+		m.finished = map[uint64]map[string]bool{}
+	}
+	if m.finished[g] == nil {
+		m.finished[g] = map[string]bool{}
+	}
+	m.finished[g][period] = true
+	return nil
+}
+func (m *memLive) Unfinish(_ context.Context, g uint64, period string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.finished[g], period)
+	return nil
+}
+func (m *memLive) FinishedOf(_ context.Context, g uint64, periods []string) (map[string]bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]bool{}
+	for _, p := range periods {
+		if m.finished[g][p] {
+			out[p] = true
+		}
+	}
+	return out, nil
+}
+
+func (m *memLive) isFinished(g uint64, period string) bool {
+	done, _ := m.FinishedOf(context.Background(), g, []string{period})
+	return done[period]
 }
 
 // memReports keeps the reports written and the stale marks.
@@ -326,5 +367,100 @@ func TestShardsHeardOf(t *testing.T) {
 	s.heard(Flush{Shard: 0, NumShards: 3, Flusher: fl})
 	if s.Owns(odd) || !s.Owns(uint64(3)<<22) {
 		t.Fatal("after the shard count changed, only the shards heard of since are owned")
+	}
+}
+
+// TestClosingRecordsFinished: a closed day is recorded finished only when its check found the
+// live total equal to the search's, and its month, as its last day closes, only when every day of
+// it counted live was finished and no gap in it is unfilled.
+func TestClosingRecordsFinished(t *testing.T) {
+	now := time.Date(2026, 11, 30, 21, 3, 0, 0, time.UTC) // 1 December, 00:03 Moscow time
+	nov := reports.Month{Year: 2026, Month: time.November}
+	for _, tt := range []struct {
+		name       string
+		search     int64 // the search's total of 30 November (the live total is 4)
+		missing    string
+		since      uint64
+		dayFinal   bool
+		monthFinal bool
+	}{
+		{"every day agreed", 4, "", 1, true, true},
+		{"an earlier day was not finished", 4, "2026-11-12", 1, true, false},
+		{"the last day differs", 5, "", 1, false, false},
+		{"counting began during the month", 4, "", discord.SnowflakeAt(nov.Start().Add(time.Hour)), true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, d, lv, _, _, _ := memRig(now)
+			d.n = tt.search
+			lv.cov[5] = live.Coverage{SinceID: tt.since}
+			// Every period recorded finished before (a check of an earlier process, then this
+			// process's check again): a check that does not confirm it forgets the record.
+			for _, p := range []string{nov.String(), nov.Last().String()} {
+				if err := lv.Finish(context.Background(), 5, p, now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for day := nov.First(); day != nov.Last(); day = day.AddDays(1) {
+				if day.String() != tt.missing {
+					if err := lv.Finish(context.Background(), 5, day.String(), now); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := rep.Flushed(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := lv.isFinished(5, nov.Last().String()); got != tt.dayFinal {
+				t.Errorf("30 November finished %v, want %v", got, tt.dayFinal)
+			}
+			if got := lv.isFinished(5, nov.String()); got != tt.monthFinal {
+				t.Errorf("November finished %v, want %v", got, tt.monthFinal)
+			}
+		})
+	}
+}
+
+// TestDeletionRewritesFinishedDay: a batch that changes the counts of a finished closed day has
+// its report written again from live counts at the next step, with no request; a day not finished
+// is left to the pass.
+func TestDeletionRewritesFinishedDay(t *testing.T) {
+	now := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
+	yesterday := reports.DayOf(now).AddDays(-1)
+	rep, d, lv, rs, _, clock := memRig(now)
+	// The search agrees with the live total: the first step checks yesterday and finishes it.
+	d.n = 4
+	if err := rep.Flushed(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !lv.isFinished(5, yesterday.String()) {
+		t.Fatal("yesterday was not finished at its check")
+	}
+	d.n = 3 // the search would now say 3: the rewrite must not ask it
+	lv.sums = map[uint64]int64{0: 3}
+	calls := d.count()
+	clock.Add(time.Minute)
+	b := live.Batch{Counts: map[live.Key]int64{{Guild: 5, Hour: live.HourAt(yesterday.Start().Add(5 * time.Hour))}: -1}}
+	rep.AfterFlush(Flush{Shard: 0, NumShards: 1, Batch: &b})
+	if err := rep.Flushed(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if row, _ := rs.row("5 " + yesterday.String()); row.TotalMessages != 3 {
+		t.Errorf("yesterday after a deletion: total %d, want 3", row.TotalMessages)
+	}
+	if n := d.count() - calls; n != 0 { // the channel list of the first step is reused
+		t.Errorf("the rewrite sent %d requests, want none", n)
+	}
+	// The same deletion in a day not finished: the report stays as it was (the pass's).
+	lv.mu.Lock()
+	delete(lv.finished[5], yesterday.String())
+	lv.mu.Unlock()
+	lv.sums = map[uint64]int64{0: 2}
+	clock.Add(time.Minute)
+	rep.AfterFlush(Flush{Shard: 0, NumShards: 1, Batch: &b})
+	if err := rep.Flushed(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if row, _ := rs.row("5 " + yesterday.String()); row.TotalMessages != 3 {
+		t.Errorf("a day not finished was rewritten: total %d, want 3", row.TotalMessages)
 	}
 }

@@ -349,10 +349,124 @@ func (r *Reporter) closeDay(ctx context.Context, g uint64, guildID string, day r
 		return false, fmt.Errorf("write daily report %s of %s: %w", w.Label, guildID, err)
 	}
 	metricReports.WithLabelValues(w.Kind.String(), row.Status).Inc()
-	if day.AddDays(1).MonthOf() != day.MonthOf() {
-		if err := r.writeWindow(ctx, g, guildID, cov, channels, day.MonthOf().Window(), now); err != nil {
+	// Only a day whose live total the search confirmed is final: the report written from live
+	// counts is then exact, and stays so as later deletions are subtracted from them. Any other
+	// day is the REST pass's, by its rules.
+	final := !partial && sums[0] == total
+	if err := r.setFinished(ctx, g, w.Label, final, now); err != nil {
+		return false, err
+	}
+	if m := day.MonthOf(); day.AddDays(1).MonthOf() != m {
+		mw := m.Window()
+		if err := r.writeWindow(ctx, g, guildID, cov, channels, mw, now); err != nil {
+			return false, err
+		}
+		if err := r.finishMonth(ctx, g, m, cov, final, now); err != nil {
 			return false, err
 		}
 	}
 	return true, nil
+}
+
+// finishMonth records the closed month m final when live counting covered it whole (counting
+// began before it, no unfilled gap in it) and every one of its days was found final: its report
+// written from live counts is then exact.
+func (r *Reporter) finishMonth(ctx context.Context, g uint64, m reports.Month, cov live.Coverage, lastFinal bool, now time.Time) error {
+	w := m.Window()
+	fromH, toH := live.HourAt(w.From), live.HourAt(w.To)
+	if !lastFinal || cov.SinceID >= discord.SnowflakeAt(w.From) || len(unfilledIn(fromH, toH, cov)) > 0 {
+		return r.setFinished(ctx, g, w.Label, false, now)
+	}
+	days := monthDays(m, cov.SinceID)
+	done, err := r.cfg.Live.FinishedOf(ctx, g, days)
+	if err != nil {
+		return err
+	}
+	final := true
+	for _, d := range days {
+		final = final && done[d]
+	}
+	return r.setFinished(ctx, g, w.Label, final, now)
+}
+
+// setFinished records the period final, or forgets an earlier record (a check that differs
+// after a restart): only a period whose live counts a search confirmed is left by the pass.
+func (r *Reporter) setFinished(ctx context.Context, g uint64, period string, final bool, now time.Time) error {
+	if final {
+		return r.cfg.Live.Finish(ctx, g, period, now)
+	}
+	return r.cfg.Live.Unfinish(ctx, g, period)
+}
+
+// rewriteFinished writes again, from live counts, the finished closed reports (yesterday's, the
+// previous month's) of the servers whose stored counts changed in their hours since: a deletion
+// the gateway saw after the day was checked. The pass leaves those reports alone, so that this is
+// what keeps them exact. A process's first write of a server rewrites them too, since the changes
+// noted by a process that stopped are lost with it.
+func (r *Reporter) rewriteFinished(ctx context.Context) error {
+	now := r.cfg.Now()
+	noted := r.takeClosed()
+	guilds, err := r.catalogGuilds(ctx)
+	if err != nil {
+		r.noteClosedSets(noted)
+		return err
+	}
+	var errs []error
+	for _, g := range slices.Sorted(maps.Keys(guilds)) {
+		hours, changed := noted[g]
+		_, written := r.written[g]
+		if written && !changed {
+			continue
+		}
+		if !written {
+			hours = nil // every closed window
+		}
+		if err := r.rewriteGuild(ctx, g, guilds[g], closedWindows(now, hours), now); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			r.noteClosedSets(map[uint64]map[int64]bool{g: noted[g]})
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Reporter) noteClosedSets(sets map[uint64]map[int64]bool) {
+	hours := map[uint64][]int64{}
+	for g, hs := range sets {
+		hours[g] = slices.Collect(maps.Keys(hs))
+	}
+	r.noteClosed(hours)
+}
+
+func (r *Reporter) rewriteGuild(ctx context.Context, g uint64, guildID string, ws []reports.Window, now time.Time) error {
+	if len(ws) == 0 {
+		return nil
+	}
+	labels := make([]string, len(ws))
+	for i, w := range ws {
+		labels[i] = w.Label
+	}
+	done, err := r.cfg.Live.FinishedOf(ctx, g, labels)
+	if err != nil || len(done) == 0 {
+		return err
+	}
+	cov, counting, err := r.cfg.Live.Coverage(ctx, g)
+	if err != nil || !counting {
+		return err
+	}
+	channels, err := r.channelList(ctx, guildID)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, w := range ws {
+		// A window with a gap not filled waits for the fill, whose counts note its hours again.
+		if done[w.Label] && len(unfilledIn(live.HourAt(w.From), live.HourAt(w.To), cov)) == 0 {
+			metricFinishedRewrites.WithLabelValues(w.Kind.String()).Inc()
+			errs = append(errs, r.writeWindow(ctx, g, guildID, cov, channels, w, now))
+		}
+	}
+	return errors.Join(errs...)
 }
