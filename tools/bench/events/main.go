@@ -14,6 +14,10 @@
 //     the same events out to the same number of streams, a POST publishing them) measured in the
 //     same run with the same client, the same pacing and the same rule.
 //
+// forum-svc runs with REDIS_URL on a private redis-server (-redis, default true), as deployments
+// do: its hub then polls the users' last event ids every 15 seconds instead of every second, and a
+// private server keeps other instances' wake-ups (channel forum:events) out of the figures.
+//
 // The bare server is this program run again as a child process (`events bare-server ADDR`), so
 // both servers are child processes with their own descriptors and resident sets, and the client
 // process holds only one server's streams at a time. The descriptor limit (RLIMIT_NOFILE) is raised
@@ -44,6 +48,7 @@ type options struct {
 	replies int
 	rate    float64
 	opening int // streams opened at once
+	redis   bool
 }
 
 func main() {
@@ -69,6 +74,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.replies, "replies", 2000, "replies of the latency phase (on each server)")
 	flag.Float64Var(&o.rate, "rate", 200, "replies a second")
 	flag.IntVar(&o.opening, "opening", 32, "streams opened at once")
+	flag.BoolVar(&o.redis, "redis", true, "serve with REDIS_URL on a private redis-server, as deployments run: the hub polls the log every 15 s instead of every second")
 	flag.Parse()
 	if o.perUser < 1 || o.streams < 2*o.perUser || o.streams%(2*o.perUser) != 0 {
 		return o, fmt.Errorf("-streams must be a positive multiple of 2 × -per-user (two users a conversation)")

@@ -127,10 +127,19 @@ func setup(ctx context.Context, o options) (_ *benchEnv, err error) {
 	if out, err := stack.Run(ctx, 5*time.Minute, bin, env, "seed", "--file", file); err != nil {
 		return nil, fmt.Errorf("forum-svc seed: %w\n%s", err, out)
 	}
-	if e.svc, err = e.StartService(stack.Forum, bin, append(env, serviceEnv...)); err != nil {
+	svcEnv := append(env, serviceEnv...)
+	if o.redis {
+		r, err := stack.NewRedis(ctx)
+		if err != nil {
+			return nil, err
+		}
+		e.Add(r.Close)
+		svcEnv = append(svcEnv, "REDIS_URL="+r.URL())
+	}
+	if e.svc, err = e.StartService(stack.Forum, bin, svcEnv); err != nil {
 		return nil, err
 	}
-	fmt.Printf("database %s: %d users, %d conversations of two; forum-svc pid %d at %s\n",
-		o.DB, e.users, conversations(e.users), e.svc.Pid(), e.svc.URL)
+	fmt.Printf("database %s: %d users, %d conversations of two; forum-svc pid %d at %s, private Redis %v\n",
+		o.DB, e.users, conversations(e.users), e.svc.Pid(), e.svc.URL, o.redis)
 	return e, nil
 }
