@@ -110,3 +110,20 @@ func TestSeedPairs(t *testing.T) {
 		}
 	}
 }
+
+func TestSoftLimit(t *testing.T) {
+	limits := "Limit                     Soft Limit           Hard Limit           Units     \n" +
+		"Max cpu time              unlimited            unlimited            seconds   \n" +
+		"Max open files            20000                20000                files     \n" +
+		"Max locked memory         unlimited            unlimited            bytes     \n"
+	for _, tt := range []struct {
+		name string
+		want int64
+		err  bool
+	}{{"Max open files", 20000, false}, {"Max locked memory", -1, false}, {"Max processes", 0, true}} {
+		got, err := softLimit(limits, tt.name)
+		if got != tt.want || (err != nil) != tt.err {
+			t.Errorf("softLimit(%q) = %d, %v; want %d, error %v", tt.name, got, err, tt.want, tt.err)
+		}
+	}
+}

@@ -70,6 +70,9 @@ func measure(ctx context.Context, e *benchEnv, o options) (results, error) {
 // replies, waits for their events and checks them.
 func runServer(ctx context.Context, addr, baseURL, key string, pid, users int, o options) (serverRun, error) {
 	run := serverRun{streams: o.streams, replies: o.replies}
+	if err := checkFDLimit(pid, o.streams+fdMargin); err != nil {
+		return run, err
+	}
 	time.Sleep(time.Second)
 	before, err := stack.ReadMemory(pid)
 	if err != nil {

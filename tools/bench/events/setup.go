@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -142,4 +143,40 @@ func setup(ctx context.Context, o options) (_ *benchEnv, err error) {
 	fmt.Printf("database %s: %d users, %d conversations of two; forum-svc pid %d at %s, private Redis %v\n",
 		o.DB, e.users, conversations(e.users), e.svc.Pid(), e.svc.URL, o.redis)
 	return e, nil
+}
+
+// checkFDLimit reads pid's soft descriptor limit from /proc and fails when it cannot hold need:
+// a child inherits the bench's limit, unless something between lowered it.
+func checkFDLimit(pid int, need int) error {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil {
+		return err
+	}
+	limit, err := softLimit(string(b), "Max open files")
+	if err != nil {
+		return fmt.Errorf("/proc/%d/limits: %w", pid, err)
+	}
+	if limit >= 0 && limit < int64(need) {
+		return fmt.Errorf("process %d may open %d descriptors, the bench needs %d: raise its limit (ulimit -n) or lower -streams", pid, limit, need)
+	}
+	return nil
+}
+
+// softLimit reads the soft limit of the row name of a /proc/PID/limits text; -1 when unlimited.
+func softLimit(limits, name string) (int64, error) {
+	for _, line := range strings.Split(limits, "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(rest)
+		if len(fields) == 0 {
+			break
+		}
+		if fields[0] == "unlimited" {
+			return -1, nil
+		}
+		return strconv.ParseInt(fields[0], 10, 64)
+	}
+	return 0, fmt.Errorf("no %q row", name)
 }
