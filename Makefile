@@ -36,10 +36,10 @@ test: lint lint-openapi ## Run every test (needs PostgreSQL and Redis: local por
 	$(GO) test -count=1 -timeout 14m -run '^TestSimulation(AtScale|Day|DayReplicaKilled)$$' -v ./collector-svc/internal/collect/
 
 .PHONY: bench
-bench: ## The five benchmarks (tools/bench: stats, collector, forum, the collector's import/export, forum-svc's webhooks; PostgreSQL on 127.0.0.1:5432, pgbench and redis-server); each prints its figures beside its targets
-	@# All five run even when one misses a target; the target fails at the end if any did.
+bench: ## The six benchmarks (tools/bench: stats, collector, forum, the collector's import/export, forum-svc's webhooks and event stream; PostgreSQL on 127.0.0.1:5432, pgbench and redis-server); each prints its figures beside its targets
+	@# All six run even when one misses a target; the target fails at the end if any did.
 	@status=0; \
-	for b in stats collector forum exchange webhook; do $(GO) run ./tools/bench/$$b || { echo "make bench: $$b missed a target or failed" >&2; status=1; }; done; \
+	for b in stats collector forum exchange webhook events; do $(GO) run ./tools/bench/$$b || { echo "make bench: $$b missed a target or failed" >&2; status=1; }; done; \
 	exit $$status
 
 .PHONY: load

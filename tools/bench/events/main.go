@@ -1,0 +1,86 @@
+// Command events measures forum-svc's event stream (GET /api/events, forum-svc/README.md "Live
+// events") on one instance against its targets:
+//
+//  1. Memory: -streams streams open and idle, spread over -streams / -per-user users (a super key
+//     acting as each with Forum-Api-User); the service's resident set (VmRSS, from /proc of the
+//     child) after they opened minus before, a stream: under 16 KiB.
+//  2. Latency: -replies replies at -rate a second, spread over the conversations of two users
+//     each, every user holding -per-user of the streams. Each reply's message_created must reach
+//     every stream of both participants exactly once (none lost, none twice). p99 from the
+//     reply's request start to the event's arrival at the client: the commit falls between the
+//     request's start and its answer, so the figure is an upper bound of commit-to-arrival (the
+//     answer's receipt would give a lower bound, negative when the event beats the answer; both
+//     are printed). Target: at most 2 × the p99 of a bare Go SSE server (net/http, a hub fanning
+//     the same events out to the same number of streams, a POST publishing them) measured in the
+//     same run with the same client, the same pacing and the same rule.
+//
+// forum-svc runs with REDIS_URL on a private redis-server (-redis, default true), as deployments
+// do: its hub then polls the users' last event ids every 15 seconds instead of every second, and a
+// private server keeps other instances' wake-ups (channel forum:events) out of the figures.
+//
+// The bare server is this program run again as a child process (`events bare-server ADDR`), so
+// both servers are child processes with their own descriptors and resident sets, and the client
+// process holds only one server's streams at a time. The descriptor limit (RLIMIT_NOFILE) is raised
+// to its hard limit here, which the children inherit; below -streams + 1,024 the bench stops with
+// a message.
+//
+// It builds forum-svc, creates a database on PostgreSQL (-db), migrates and seeds it with the
+// service's own commands, starts `forum-svc serve`, prints the figures beside the targets and
+// exits 1 if one is missed.
+//
+//	go run ./tools/bench/events [-streams 10000] [-per-user 2] [-replies 2000] [-rate 200]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"forumstats.local/tools/bench"
+)
+
+// options are the command's flags.
+type options struct {
+	bench.Flags
+	streams int
+	perUser int
+	replies int
+	rate    float64
+	opening int // streams opened at once
+	redis   bool
+}
+
+func main() {
+	if len(os.Args) == 3 && os.Args[1] == bareServerArg {
+		bench.Exit("events-bench bare server", serveBare(os.Args[2]))
+		return
+	}
+	o, err := parseFlags()
+	if err == nil {
+		err = bench.Run(
+			func(ctx context.Context) (*benchEnv, error) { return setup(ctx, o) },
+			func(ctx context.Context, e *benchEnv) (results, error) { return measure(ctx, e, o) },
+			func(_ *benchEnv, r results) *bench.Report { return report(r, o) })
+	}
+	bench.Exit("events-bench", err)
+}
+
+func parseFlags() (options, error) {
+	var o options
+	o.Define("events_bench")
+	flag.IntVar(&o.streams, "streams", 10000, "concurrent event streams (on each server)")
+	flag.IntVar(&o.perUser, "per-user", 2, "streams a user holds (users: streams / per-user, two a conversation)")
+	flag.IntVar(&o.replies, "replies", 2000, "replies of the latency phase (on each server)")
+	flag.Float64Var(&o.rate, "rate", 200, "replies a second")
+	flag.IntVar(&o.opening, "opening", 32, "streams opened at once")
+	flag.BoolVar(&o.redis, "redis", true, "serve with REDIS_URL on a private redis-server, as deployments run: the hub polls the log every 15 s instead of every second")
+	flag.Parse()
+	if o.perUser < 1 || o.streams < 2*o.perUser || o.streams%(2*o.perUser) != 0 {
+		return o, fmt.Errorf("-streams must be a positive multiple of 2 × -per-user (two users a conversation)")
+	}
+	if o.replies < 100 || o.rate <= 0 || o.opening < 1 {
+		return o, fmt.Errorf("-replies at least 100; -rate and -opening above 0")
+	}
+	return o, o.Check()
+}

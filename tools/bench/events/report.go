@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"time"
+
+	"forumstats.local/tools/bench"
+)
+
+// maxPerStream is the memory target: resident bytes an idle stream costs the service.
+const maxPerStream = 16 << 10
+
+// goBenchPerStream is the Go benchmark's figure (BenchmarkIdleStreams, forum-svc/README.md,
+// "Live events": heap and stacks in use a stream), printed beside this one.
+const goBenchPerStream = "13.2 KB (go test -run '^$' -bench BenchmarkIdleStreams -benchtime 1x ./forum-svc/internal/httpapi/)"
+
+// latencyFactor: forum-svc's p99 may be at most this many times the bare server's.
+const latencyFactor = 2
+
+func report(r results, o options) *bench.Report {
+	fmt.Printf("\nmachine: %d CPUs; %d streams, %d a user; %d replies at %.0f/s into %d conversations of two\n",
+		runtime.NumCPU(), o.streams, o.perUser, o.replies, o.rate, conversations(o.streams/o.perUser))
+	rep := &bench.Report{Title: fmt.Sprintf("forum-svc event stream: %d streams, %d replies at %.0f/s", o.streams, o.replies, o.rate)}
+	f, b := r.forum, r.bare
+	rep.Add("forum-svc: streams opened", fmt.Sprintf("%d in %s", f.streams, ms(f.openTime)), "", true)
+	rep.Add("forum-svc: RSS per idle stream", fmt.Sprintf("%.1f KiB (%s → %s)", f.perStream()/1024, mib(f.rssBefore), mib(f.rssIdle)),
+		fmt.Sprintf("< %d KiB; Go benchmark: %s", maxPerStream>>10, goBenchPerStream), f.perStream() < maxPerStream)
+	rep.Add("bare Go SSE server: RSS per idle stream", fmt.Sprintf("%.1f KiB", b.perStream()/1024), "reference", true)
+	for _, s := range []struct {
+		name string
+		run  serverRun
+	}{{"forum-svc", f}, {"bare Go SSE server", b}} {
+		rep.Add(s.name+": message_created events", s.run.check.String(), "all, each once", s.run.check.OK())
+		rep.Add(s.name+": streams that ended early", endedString(s.run), "0", s.run.ended == 0)
+		rep.Add(s.name+": request start to arrival, p50 / max", ms(pct(s.run.upper, 50))+" / "+ms(pct(s.run.upper, 100)), "", true)
+		rep.Add(s.name+": answer to arrival (lower bound), p50 / p99", ms(pct(s.run.lower, 50))+" / "+ms(pct(s.run.lower, 99)), "", true)
+		rep.Add(s.name+": reply's answer time, p50 / p99", ms(pct(s.run.answerTimes, 50))+" / "+ms(pct(s.run.answerTimes, 99)), "", true)
+	}
+	fp, bp := pct(f.upper, 99), pct(b.upper, 99)
+	rep.Add("bare Go SSE server: request start to arrival, p99", ms(bp), "reference", len(b.upper) > 0)
+	rep.Add("forum-svc: request start to arrival (upper bound of commit to arrival), p99", ms(fp),
+		fmt.Sprintf("≤ %d × bare = %s", latencyFactor, ms(latencyFactor*bp)), len(f.upper) > 0 && len(b.upper) > 0 && fp <= latencyFactor*bp)
+	return rep
+}
+
+func endedString(r serverRun) string {
+	if r.endErr != nil {
+		return fmt.Sprintf("%d (%v)", r.ended, r.endErr)
+	}
+	return fmt.Sprint(r.ended)
+}
+
+// pct is the p-th percentile of sorted (nearest rank); 0 when empty.
+func pct(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (len(sorted)*p + 99) / 100
+	return sorted[max(0, min(len(sorted)-1, i-1))]
+}
+
+func sortDurations(d []time.Duration) { slices.Sort(d) }
+
+func ms(d time.Duration) string {
+	if d < 10*time.Millisecond && d > -10*time.Millisecond {
+		return d.Round(10 * time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
