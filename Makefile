@@ -34,10 +34,10 @@ test: lint lint-openapi ## Run every test (needs PostgreSQL and Redis: local por
 	$(GO) test -count=1 -run '^TestSimulationAtScale$$' -v ./collector-svc/internal/collect/
 
 .PHONY: bench
-bench: ## The four benchmarks (tools/bench: stats, collector, forum, the collector's import/export; PostgreSQL on 127.0.0.1:5432, pgbench and redis-server); each prints its figures beside its targets
-	@# All four run even when one misses a target; the target fails at the end if any did.
+bench: ## The five benchmarks (tools/bench: stats, collector, forum, the collector's import/export, live counting; PostgreSQL on 127.0.0.1:5432, pgbench and redis-server); each prints its figures beside its targets
+	@# All five run even when one misses a target; the target fails at the end if any did.
 	@status=0; \
-	for b in stats collector forum exchange; do $(GO) run ./tools/bench/$$b || { echo "make bench: $$b missed a target or failed" >&2; status=1; }; done; \
+	for b in stats collector forum exchange live; do $(GO) run ./tools/bench/$$b || { echo "make bench: $$b missed a target or failed" >&2; status=1; }; done; \
 	exit $$status
 
 .PHONY: load

@@ -1,0 +1,48 @@
+package stack
+
+import (
+	"bufio"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSumMetric(t *testing.T) {
+	const text = `# HELP collector_live_events_total Events.
+# TYPE collector_live_events_total counter
+collector_live_events_total{shard="0",type="MESSAGE_CREATE"} 1500
+collector_live_events_total{shard="1",type="MESSAGE_CREATE"} 2.5e+03
+collector_live_events_total{shard="0",type="READY"} 1
+collector_live_events_total_extra{type="MESSAGE_CREATE"} 99
+collector_passes_total 3
+collector_passes_total_x 7
+`
+	for _, tt := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"collector_live_events_total", []string{`type="MESSAGE_CREATE"`}, 4000},
+		{"collector_live_events_total", []string{`type="MESSAGE_CREATE"`, `shard="1"`}, 2500},
+		{"collector_live_events_total", nil, 4001},
+		{"collector_live_events_total", []string{`type="MESSAGE"`}, 0},
+		{"collector_passes_total", nil, 3},
+		{"collector_absent", nil, 0},
+	} {
+		got, err := sumMetric(bufio.NewScanner(strings.NewReader(text)), tt.name, tt.labels)
+		if err != nil || got != tt.want {
+			t.Errorf("%s %v = %v, %v; want %v", tt.name, tt.labels, got, err, tt.want)
+		}
+	}
+	if _, err := sumMetric(bufio.NewScanner(strings.NewReader("m{a=\"b\"} x\n")), "m", nil); err == nil {
+		t.Error("a value that is not a number was summed")
+	}
+}
+
+func TestSnowflakeTime(t *testing.T) {
+	// Discord's documented example: 175928847299117063 was made at 2016-04-30 11:18:25.796 UTC.
+	want := time.Date(2016, 4, 30, 11, 18, 25, 796_000_000, time.UTC)
+	if got := SnowflakeTime(175928847299117063); !got.Equal(want) {
+		t.Fatalf("SnowflakeTime = %s, want %s", got, want)
+	}
+}
