@@ -45,7 +45,7 @@ load: ## Load: each service at 64 connections for 60 s (LOAD_DURATION, LOAD_CONC
 	$(GO) test -tags load -run '^TestLoad' -v -count=1 -timeout 15m ./tools/systest/
 
 .PHONY: faults
-faults: ## Bad input, faults and security against the built services on private PostgreSQL/Redis (~3 min)
+faults: ## Bad input, faults and security against the built services on private PostgreSQL/Redis (~4.5 min)
 	$(GO) test -tags faults -v -count=1 -timeout 15m ./tools/systest/
 
 .PHONY: fuzz
