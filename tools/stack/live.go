@@ -195,7 +195,11 @@ func sumMetric(sc *bufio.Scanner, name string, labels []string) (float64, error)
 		if !ok {
 			continue
 		}
-		v, err := strconv.ParseFloat(strings.Fields(rest)[0], 64)
+		fields := strings.Fields(rest)
+		if len(fields) == 0 {
+			return 0, fmt.Errorf("%s: %q: no value", name, line)
+		}
+		v, err := strconv.ParseFloat(fields[0], 64)
 		if err != nil {
 			return 0, fmt.Errorf("%s: %q: %w", name, line, err)
 		}

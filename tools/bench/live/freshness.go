@@ -100,6 +100,19 @@ func measureFreshness(ctx context.Context, e *env) (freshness, error) {
 		}
 	}
 	res.messages, res.polls = len(times), len(polls)
+	if res.lags, res.unseen, err = lags(before, times, polls); err != nil {
+		return res, err
+	}
+	e.logf("fresh: %d messages, %d polls, %d never seen", res.messages, res.polls, res.unseen)
+	return res, nil
+}
+
+// lags is, for each message (made at times[j], oldest first, after the before messages of the day
+// that came earlier), the time from when it was made to the first poll whose total reaches its
+// rank in the day, sorted; and how many never appeared. A total that counts a message before it
+// was made is an error: the counts would be wrong.
+func lags(before int64, times []time.Time, polls []poll) ([]time.Duration, int, error) {
+	var out []time.Duration
 	i := 0
 	for j, t := range times {
 		rank := before + int64(j) + 1
@@ -107,19 +120,18 @@ func measureFreshness(ctx context.Context, e *env) (freshness, error) {
 			i++
 		}
 		if i == len(polls) {
-			res.unseen = len(times) - j
-			break
+			slices.Sort(out)
+			return out, len(times) - j, nil
 		}
 		lag := polls[i].at.Sub(t)
 		if lag < 0 {
-			return res, fmt.Errorf("stats-svc counted %d messages of today at %s, before message %d (%s) was made: a count is wrong",
+			return nil, 0, fmt.Errorf("stats-svc counted %d messages of today at %s, before message %d (%s) was made: a count is wrong",
 				polls[i].total, polls[i].at.Format(time.RFC3339Nano), rank, t.Format(time.RFC3339Nano))
 		}
-		res.lags = append(res.lags, lag)
+		out = append(out, lag)
 	}
-	slices.Sort(res.lags)
-	e.logf("fresh: %d messages, %d polls, %d never seen", res.messages, res.polls, res.unseen)
-	return res, nil
+	slices.Sort(out)
+	return out, 0, nil
 }
 
 // todayTotal asks stats-svc for the day's report of the server and returns its total (0 while
