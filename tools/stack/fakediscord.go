@@ -149,9 +149,20 @@ func (f *FakeDiscord) Hold(ctx context.Context, on bool) error {
 
 // Pumped is what Pump dispatched up to: every message stamped before Until is in each session,
 // up to its sequence number in Sessions (by session id).
+// Began is when each session began (none of its messages is stamped before).
 type Pumped struct {
-	Until    time.Time        `json:"until"`
-	Sessions map[string]int64 `json:"sessions"`
+	Until    time.Time            `json:"until"`
+	Sessions map[string]int64     `json:"sessions"`
+	Began    map[string]time.Time `json:"began"`
+}
+
+// BeganTimes lists when the sessions began.
+func (p Pumped) BeganTimes() []time.Time {
+	out := make([]time.Time, 0, len(p.Began))
+	for _, t := range p.Began {
+		out = append(out, t)
+	}
+	return out
 }
 
 // Pump dispatches, now, every message the fake's clock has passed, held or not.

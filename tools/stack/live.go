@@ -46,8 +46,11 @@ func LiveCheckpoints(ctx context.Context, conn *pgx.Conn) (map[int]LiveCheckpoin
 // every channel's count since the server's counting began, up to a moment.
 type LiveCheck struct {
 	Servers, Channels int
-	Stored, Fake      int64    // the servers' totals, summed
-	Diffs             []string // what differs; none when the counts are exact
+	Stored, Fake      int64 // the servers' totals, summed
+	// SameMillisecond counts the servers whose counting began in the millisecond of their
+	// session's IDENTIFY (CountedFrom): compared from the session's start.
+	SameMillisecond int
+	Diffs           []string // what differs; none when the counts are exact
 }
 
 // Exact reports whether every count equals the fake's.
@@ -55,36 +58,65 @@ func (c LiveCheck) Exact() bool { return len(c.Diffs) == 0 }
 
 func (c LiveCheck) String() string {
 	s := fmt.Sprintf("%d servers, %d channels: stored %d, fake %d", c.Servers, c.Channels, c.Stored, c.Fake)
+	if c.SameMillisecond > 0 {
+		s += fmt.Sprintf(" (%d began counting in the millisecond of their session's IDENTIFY)", c.SameMillisecond)
+	}
 	if len(c.Diffs) > 0 {
 		s += "; differ: " + strings.Join(c.Diffs[:min(len(c.Diffs), 10)], "; ")
 	}
 	return s
 }
 
-// CheckLiveCounts compares the live counts stored in the reports database (conn) with the fake's
-// exact counts of the messages stamped from each server's start of counting (live_guilds) to
-// until: the server's total (threads included) and each channel's own count (live_channels, not
-// threads). Every server of guilds must be counted.
-func CheckLiveCounts(ctx context.Context, conn *pgx.Conn, fake *FakeDiscord, guilds []string, until time.Time) (LiveCheck, error) {
-	var c LiveCheck
+// CountedFrom is where a server's live counts begin: its start of counting (since, the moment
+// its first GUILD_CREATE was received), unless the session that delivered it began later. The
+// fake's session begins the millisecond after its IDENTIFY, and a local collector may receive the
+// GUILD_CREATE within that same millisecond: the messages of that millisecond came before the
+// session, which never delivers them. began lists when the fake's sessions began; the one that
+// counts is the latest that began by since's next millisecond.
+func CountedFrom(since time.Time, began []time.Time) time.Time {
+	from := since
+	var session time.Time
+	for _, b := range began {
+		if !b.After(since.Add(time.Millisecond)) && b.After(session) {
+			session = b
+		}
+	}
+	if session.After(from) {
+		from = session
+	}
+	return from
+}
+
+// LiveSince reads each server's start of counting (live_guilds).
+func LiveSince(ctx context.Context, conn *pgx.Conn) (map[string]time.Time, error) {
 	since := map[string]time.Time{}
 	rows, err := conn.Query(ctx, `SELECT guild_id, since_id FROM live_guilds`)
 	if err != nil {
-		return c, err
+		return nil, err
 	}
 	for rows.Next() {
 		var g string
 		var id int64
 		if err := rows.Scan(&g, &id); err != nil {
-			return c, err
+			return nil, err
 		}
 		since[g] = SnowflakeTime(uint64(id))
 	}
-	if err := rows.Err(); err != nil {
+	return since, rows.Err()
+}
+
+// CheckLiveCounts compares the live counts stored in the reports database (conn) with the fake's
+// exact counts of the messages stamped from each server's start of counting (CountedFrom, began:
+// when the fake's sessions began) to until: the server's total (threads included) and each
+// channel's own count (live_channels, not threads). Every server of guilds must be counted.
+func CheckLiveCounts(ctx context.Context, conn *pgx.Conn, fake *FakeDiscord, guilds []string, began []time.Time, until time.Time) (LiveCheck, error) {
+	var c LiveCheck
+	since, err := LiveSince(ctx, conn)
+	if err != nil {
 		return c, err
 	}
 	stored := map[[2]string]int64{}
-	rows, err = conn.Query(ctx, `SELECT guild_id, channel_id, SUM(messages) FROM live_counts GROUP BY guild_id, channel_id`)
+	rows, err := conn.Query(ctx, `SELECT guild_id, channel_id, SUM(messages) FROM live_counts GROUP BY guild_id, channel_id`)
 	if err != nil {
 		return c, err
 	}
@@ -115,10 +147,14 @@ func CheckLiveCounts(ctx context.Context, conn *pgx.Conn, fake *FakeDiscord, gui
 		return c, err
 	}
 	for _, g := range guilds {
-		from, ok := since[g]
+		s, ok := since[g]
 		if !ok {
 			c.Diffs = append(c.Diffs, "server "+g+" not counted")
 			continue
+		}
+		from := CountedFrom(s, began)
+		if !from.Equal(s) {
+			c.SameMillisecond++
 		}
 		c.Servers++
 		want, err := fake.Count(ctx, g, "", from, until)

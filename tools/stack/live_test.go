@@ -66,3 +66,25 @@ func FuzzSumMetric(f *testing.F) {
 		}
 	})
 }
+
+func TestCountedFrom(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	for _, tt := range []struct {
+		name  string
+		since time.Time
+		began []time.Time
+		want  time.Time
+	}{
+		{"GUILD_CREATE a while after the session began", ms(50), []time.Time{ms(10)}, ms(50)},
+		{"in the millisecond of the IDENTIFY", ms(10), []time.Time{ms(11)}, ms(11)},
+		{"the same millisecond as the session's first", ms(11), []time.Time{ms(11)}, ms(11)},
+		{"a later session does not count", ms(50), []time.Time{ms(10), ms(90)}, ms(50)},
+		{"the latest earlier session counts", ms(40), []time.Time{ms(10), ms(41), ms(90)}, ms(41)},
+		{"no session known", ms(50), nil, ms(50)},
+	} {
+		if got := CountedFrom(tt.since, tt.began); !got.Equal(tt.want) {
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}

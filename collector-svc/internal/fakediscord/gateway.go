@@ -176,6 +176,7 @@ type session struct {
 	log    []frame // the dispatches kept for a resume; log[i].seq == log[0].seq+i
 	seq    int64   // the last dispatch's
 	cursor int64   // Unix ms: the messages stamped before it have been dispatched
+	began  int64   // Unix ms: the cursor at IDENTIFY; messages stamped before it are never dispatched
 	conn   *gwConn // nil while disconnected
 	gone   time.Time
 	ended  bool
@@ -479,6 +480,7 @@ func (s *Server) identify(ctx context.Context, gc *gwConn, raw json.RawMessage) 
 		conn:    gc,
 		wake:    make(chan struct{}, 1),
 	}
+	ss.began = ss.cursor
 	gc.sess = ss
 	s.gw.sessions[ss.id] = ss
 	unavailable := make([]map[string]any, 0, len(guilds))
@@ -768,6 +770,11 @@ type Pumped struct {
 	// Sessions holds each live session's last sequence number, by session id: a client that has
 	// handled that one has every message stamped before Until.
 	Sessions map[string]int64 `json:"sessions"`
+	// Began holds, by session id, when each live session began: its first message may be stamped
+	// then, none before (a message made in the millisecond of its IDENTIFY came before it). A
+	// client that takes the moment it received a GUILD_CREATE as the start of its counting may
+	// take that same millisecond on a fast local connection, where no real gateway is that fast.
+	Began map[string]time.Time `json:"began"`
 }
 
 // PumpHeld dispatches to every session, now and held or not, the messages the clock has passed.
@@ -775,10 +782,11 @@ func (s *Server) PumpHeld() Pumped {
 	s.gw.mu.Lock()
 	defer s.gw.mu.Unlock()
 	now := s.now().UnixMilli()
-	p := Pumped{Until: time.UnixMilli(now + 1).UTC(), Sessions: map[string]int64{}}
+	p := Pumped{Until: time.UnixMilli(now + 1).UTC(), Sessions: map[string]int64{}, Began: map[string]time.Time{}}
 	for _, ss := range s.gw.sessions {
 		s.advance(ss, now)
 		p.Sessions[ss.id] = ss.seq
+		p.Began[ss.id] = time.UnixMilli(ss.began).UTC()
 	}
 	return p
 }

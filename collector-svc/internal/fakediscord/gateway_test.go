@@ -844,6 +844,9 @@ func TestGatewayHoldAndPump(t *testing.T) {
 	if got := p.Sessions[r.SessionID]; got != last+want || len(p.Sessions) != 1 {
 		t.Fatalf("pumped sessions %v, want %s at seq %d", p.Sessions, r.SessionID, last+want)
 	}
+	if !p.Began[r.SessionID].Equal(t0.Add(time.Millisecond)) {
+		t.Fatalf("the session began at %s, want the millisecond after its IDENTIFY, %s", p.Began[r.SessionID], t0.Add(time.Millisecond))
+	}
 	msgs, seq := readMessages(t, c, last, int(want))
 	var got []int64
 	for _, f := range msgs {

@@ -6,7 +6,7 @@
 //  1. throughput (throughput.go): one collector holding the only gateway shard of -guilds
 //     servers, LIVE_FLUSH_INTERVAL at its default. The fake's gateway is held while -events
 //     messages pile up, then pumped: the collector's session sends them all as fast as the
-//     collector reads them. It must handle at least 20,000 MESSAGE_CREATE/s, at least 50 % of the
+//     collector reads them (-rounds times, alternating with the ceiling). It must handle at least 20,000 MESSAGE_CREATE/s, at least 50 % of the
 //     rate of a bare coder/websocket reader (reading and decoding the envelope of each payload,
 //     nothing else: the ceiling) of the same stream in the same run, and the counts it stores
 //     must equal the fake's exact counts (every server's total and every channel's count);
@@ -17,7 +17,7 @@
 //
 // It prints the figures (tools/bench Report) and exits 1 when a target is missed.
 //
-//	go run ./tools/bench/live [-admin-url URL] [-guilds 20] [-message-rate 50000] [-events 300000] [-fresh-rate 3000] [-fresh-for 60s]
+//	go run ./tools/bench/live [-admin-url URL] [-guilds 20] [-message-rate 50000] [-events 200000] [-rounds 2] [-fresh-rate 3000] [-fresh-for 60s]
 //
 // DISCORD_GATEWAY is set to on explicitly, whatever its default. The ceiling reads with
 // coder/websocket (pinned in tools/go.mod at the collector's version), the library the collector
@@ -50,6 +50,7 @@ type options struct {
 	guilds      int
 	messageRate int
 	events      int64
+	rounds      int
 	maxPile     time.Duration
 	freshRate   int
 	freshFor    time.Duration
@@ -70,15 +71,16 @@ func parseFlags() (options, error) {
 	o.Define(fmt.Sprintf("live_bench_%d", os.Getpid()))
 	flag.IntVar(&o.guilds, "guilds", 20, "servers of the throughput fake (one shard holds them all)")
 	flag.IntVar(&o.messageRate, "message-rate", 50000, "the throughput fake's --message-rate (at most 50000)")
-	flag.Int64Var(&o.events, "events", 300000, "messages piled up, then read at full speed")
+	flag.Int64Var(&o.events, "events", 200000, "messages piled up, then read at full speed")
+	flag.IntVar(&o.rounds, "rounds", 2, "rounds of the throughput measurement, each -events messages read by the collector then by the bare reader")
 	flag.DurationVar(&o.maxPile, "max-pile", 60*time.Second, "give up piling up messages after this long")
 	flag.IntVar(&o.freshRate, "fresh-rate", 3000, "the freshness fake's --message-rate (3 servers)")
 	flag.DurationVar(&o.freshFor, "fresh-for", 60*time.Second, "how long freshness is measured")
 	flag.DurationVar(&o.poll, "poll", 100*time.Millisecond, "how often stats-svc is asked for today")
 	flag.BoolVar(&o.verbose, "v", false, "print the steps")
 	flag.Parse()
-	if o.guilds <= 0 || o.messageRate <= 0 || o.messageRate > 50000 || o.events < 1000 || o.freshRate <= 0 || o.freshFor <= 0 || o.poll <= 0 {
-		return o, fmt.Errorf("-guilds, -message-rate (≤ 50000), -fresh-rate, -fresh-for and -poll must be positive, -events at least 1000")
+	if o.guilds <= 0 || o.messageRate <= 0 || o.messageRate > 50000 || o.events < 1000 || o.rounds < 1 || o.freshRate <= 0 || o.freshFor <= 0 || o.poll <= 0 {
+		return o, fmt.Errorf("-guilds, -message-rate (≤ 50000), -rounds, -fresh-rate, -fresh-for and -poll must be positive, -events at least 1000")
 	}
 	return o, o.Check()
 }
@@ -117,9 +119,9 @@ func run(o options) error {
 		return err
 	}
 	e.Add(e.redis.Close)
-	fmt.Printf("live counting: the throughput fake has %d servers at --message-rate %d, %d messages piled up; "+
+	fmt.Printf("live counting: the throughput fake has %d servers at --message-rate %d, %d messages piled up, %d rounds; "+
 		"freshness: 3 servers at --message-rate %d for %s, stats-svc asked every %s\n",
-		o.guilds, o.messageRate, o.events, o.freshRate, o.freshFor, o.poll)
+		o.guilds, o.messageRate, o.events, o.rounds, o.freshRate, o.freshFor, o.poll)
 
 	tp, err := measureThroughput(ctx, e)
 	if err != nil {
