@@ -16,6 +16,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -23,8 +24,10 @@ import (
 	"forumstats.local/forum-svc/internal/attachment"
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/conversation"
+	"forumstats.local/forum-svc/internal/event"
 	"forumstats.local/forum-svc/internal/httpapi"
 	"forumstats.local/forum-svc/internal/store"
+	"forumstats.local/forum-svc/internal/webhook"
 	"forumstats.local/forum-svc/migrations"
 	"forumstats.local/shared/backend"
 	"forumstats.local/shared/db"
@@ -50,6 +53,11 @@ type App struct {
 
 	backend *backend.Backend
 	reads   *db.Reads
+
+	webhooks *webhook.Worker // nil: this replica sends no webhook
+	events   eventSweeper    // the store: the event log's and the tickets' sweep
+	hub      *event.Hub
+	stopHub  func() // ends the hub's Redis subscription and polling, and waits for them
 }
 
 // New builds the service: it opens the database (migrating it unless cfg.MigrateOnStart is
@@ -86,6 +94,27 @@ func (a *App) build(o options) error {
 	}
 	st.RouteReads(a.reads)
 	a.retries = st
+	if err := a.buildWebhooks(st, o); err != nil {
+		return err
+	}
+	a.events = st
+	// The event log: every write records its changes for the users who see them, and wakes their
+	// streams once committed. The streams render the objects from the primary (primary, a store
+	// without the replica), since an event may name what the replica does not have yet.
+	st.AddRecorder(st.EventLog())
+	a.hub = event.NewHub(st, event.HubOptions{Redis: rc, Logger: log})
+	st.AddCommitted(a.hub.Committed)
+	primary, err := store.New(gdb)
+	if err != nil {
+		return err
+	}
+	hubCtx, cancel := context.WithCancel(context.Background())
+	var hubRunning sync.WaitGroup
+	hubRunning.Go(func() { a.hub.Run(hubCtx) })
+	a.stopHub = func() {
+		cancel()
+		hubRunning.Wait()
+	}
 	rl := cfg.RateLimit
 	if rl == (ratelimit.Config{}) { // a Config built without LoadConfig: the defaults
 		rl = ratelimit.Config{PerMinute: DefaultRateLimit, Burst: ratelimit.DefaultBurst(DefaultRateLimit)}
@@ -112,6 +141,8 @@ func (a *App) build(o options) error {
 		Ready:         ready,
 		HTTP:          cfg.HTTP,
 		Now:           o.now,
+		Events: &httpapi.Events{Hub: a.hub, Tickets: st, Render: conversation.NewService(primary, o.now),
+			Stream: o.stream, AllowedOrigins: cfg.CORSAllowedOrigins},
 	})
 	return nil
 }
@@ -121,16 +152,25 @@ func (a *App) build(o options) error {
 func (a *App) Handler() http.Handler { return a.handler }
 
 // Run serves the handler on cfg.HTTPAddr until ctx is done (`forum-svc serve`), sweeping the
-// expired Idempotency-Key answers every cfg.RetrySweepInterval meanwhile.
+// expired Idempotency-Key answers every cfg.RetrySweepInterval and sending the webhooks'
+// deliveries (webhooks.go) meanwhile.
 func (a *App) Run(ctx context.Context) error {
 	// The sweep ends before Run returns, so before Close closes the database, also when the
 	// server fails to start.
 	defer a.startSweep(ctx, a.cfg.RetrySweepInterval)()
+	defer a.startWebhooks(ctx)()
+	// The event streams end when ctx is done, so that the server's shutdown does not wait for them.
+	stop := context.AfterFunc(ctx, a.hub.Close)
+	defer stop()
 	return server.Run(ctx, a.handler, a.cfg.HTTPAddr, a.cfg.HTTP, a.log)
 }
 
 // Close closes what New opened: the replica, Redis and the database.
 func (a *App) Close() {
+	if a.stopHub != nil {
+		a.hub.Close()
+		a.stopHub()
+	}
 	a.reads.Close()
 	a.backend.Close()
 }

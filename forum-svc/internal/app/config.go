@@ -2,6 +2,8 @@ package app
 
 import (
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	"forumstats.local/forum-svc/internal/auth"
@@ -46,7 +48,22 @@ type Config struct {
 	// RetrySweepInterval is the pause between two sweeps of the expired Idempotency-Key answers
 	// (IDEMPOTENCY_SWEEP_INTERVAL; 0: no sweep).
 	RetrySweepInterval time.Duration
+	// Webhooks tunes the delivery of webhooks (WEBHOOK_*).
+	Webhooks WebhookConfig
+	// EventLogRetention is how long the event log keeps an event (EVENT_LOG_RETENTION): a client
+	// that resumes from an older one is told to resync.
+	EventLogRetention time.Duration
+	// CORSAllowedOrigins are the browser origins that may open the event stream and ask for its
+	// tickets (CORS_ALLOWED_ORIGINS, separated by commas; none by default).
+	CORSAllowedOrigins []string
 }
+
+// DefaultEventLogRetention is EVENT_LOG_RETENTION's default, and its least value: a client may
+// resume a stream interrupted for up to a day.
+const DefaultEventLogRetention = 24 * time.Hour
+
+// MaxEventLogRetention bounds EVENT_LOG_RETENTION: a month of events per user.
+const MaxEventLogRetention = 30 * 24 * time.Hour
 
 // DefaultRetrySweepInterval is IDEMPOTENCY_SWEEP_INTERVAL's default.
 const DefaultRetrySweepInterval = 10 * time.Minute
@@ -54,7 +71,8 @@ const DefaultRetrySweepInterval = 10 * time.Minute
 // LoadConfig reads the environment: the common variables, RATE_LIMIT_PER_MINUTE (default 600),
 // RATE_LIMIT_BURST (default a tenth of the minute's allowance, at least 1), AUTH_FAILURES_PER_MINUTE
 // (default 30), AUTH_FAILURES_BURST (default 10), AUTH_KEY_LOOKUPS_PER_SECOND (default 100),
-// DATABASE_READ_URL, READ_PRIMARY_AFTER_WRITE and IDEMPOTENCY_SWEEP_INTERVAL.
+// DATABASE_READ_URL, READ_PRIMARY_AFTER_WRITE, IDEMPOTENCY_SWEEP_INTERVAL and the WEBHOOK_ variables
+// (loadWebhookConfig).
 func LoadConfig() (Config, error) {
 	common, err := config.LoadCommon(DefaultAddr, DefaultDatabaseURL)
 	if err != nil {
@@ -106,7 +124,43 @@ func LoadConfig() (Config, error) {
 	if sweep != 0 && (sweep < time.Second || sweep > 24*time.Hour) {
 		return Config{}, fmt.Errorf("IDEMPOTENCY_SWEEP_INTERVAL must be 0 (off) or from 1s to 24h, not %v", sweep)
 	}
+	hooks, err := loadWebhookConfig()
+	if err != nil {
+		return Config{}, err
+	}
+	retention, err := config.Duration("EVENT_LOG_RETENTION", DefaultEventLogRetention)
+	if err != nil {
+		return Config{}, err
+	}
+	if retention < DefaultEventLogRetention || retention > MaxEventLogRetention {
+		return Config{}, fmt.Errorf("EVENT_LOG_RETENTION must be from 24h to 720h, not %v", retention)
+	}
+	origins, err := parseOrigins(config.String("CORS_ALLOWED_ORIGINS", ""))
+	if err != nil {
+		return Config{}, err
+	}
 	return Config{Common: common, RateLimit: rl, AuthFailures: failures, KeyLookupsPerSecond: lookups,
 		DatabaseReadURL:   config.String("DATABASE_READ_URL", ""),
-		PrimaryAfterWrite: pin, RetrySweepInterval: sweep}, nil
+		PrimaryAfterWrite: pin, RetrySweepInterval: sweep, EventLogRetention: retention, CORSAllowedOrigins: origins,
+		Webhooks: hooks}, nil
+}
+
+// parseOrigins reads CORS_ALLOWED_ORIGINS: origins separated by commas, each a scheme, "://"
+// and a host (with its port), as a browser sends them in Origin: no path, no trailing slash, no
+// wildcard.
+func parseOrigins(s string) ([]string, error) {
+	var out []string
+	for o := range strings.SplitSeq(s, ",") {
+		o = strings.TrimSpace(o)
+		if o == "" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" ||
+			u.RawQuery != "" || u.User != nil || u.Fragment != "" || strings.HasSuffix(o, "/") {
+			return nil, fmt.Errorf("CORS_ALLOWED_ORIGINS: %q is no origin (scheme://host[:port])", o)
+		}
+		out = append(out, o)
+	}
+	return out, nil
 }

@@ -46,10 +46,25 @@ func replyRoles() []role {
 		// left_state: 1 (left) comes back as 0 (in); forum-svc's store.stateLeft and stateIn.
 		{name: "move the participants", marker: "UPDATE conversation_participants SET last_message_date",
 			params: []string{":date", "1", "0", ":uid", ":date", ":date", ":date", ":date", ":conv"}},
+		// The event log: the participants who see the reply (users 3 and 4), then (below) their
+		// counters and one row each, numbered from the counter the transaction just moved (the
+		// service reads it from the counter's RETURNING).
+		{name: "the participants who see it", marker: "SELECT user_id FROM conversation_participants WHERE conversation_id",
+			params: []string{":conv"}},
 		{name: "read the message", marker: "FROM conversation_messages m", params: []string{":uid", ":message_id"}},
 		{name: "read the recipients", marker: "ORDER BY p.user_id", params: []string{":conv", ":uid"}},
+		// The recorders run last, right before the commit, so that the counters stay locked briefly.
+		{name: "count the events", marker: "INSERT INTO event_counters",
+			params: []string{strconv.Itoa(replyUser), "1", strconv.Itoa(replyOther), "1"}},
+		{name: "log the events", marker: "INSERT INTO \"event_log\"", params: append(eventRow(replyUser), eventRow(replyOther)...)},
 		{name: "commit", marker: "commit"},
 	})
+}
+
+// eventRow is the parameters of the event log row of a bench reply for user.
+func eventRow(user int) []string {
+	return []string{strconv.Itoa(user), fmt.Sprintf("(SELECT last_event_id FROM event_counters WHERE user_id = %d)", user),
+		sqlString("message_created"), ":conv", ":message_id", ":uid", ":date"}
 }
 
 // replyScenario is one reply throughput measurement.
