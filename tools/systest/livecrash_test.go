@@ -48,7 +48,9 @@ func TestLiveCountsSurviveSIGKILL(t *testing.T) {
 	t.Cleanup(func() { fake.Stop(5 * time.Second) })
 	env := []string{"DATABASE_URL=" + dbURL, "DISCORD_API_BASE=" + fake.APIBase(), "DISCORD_TOKEN=" + token,
 		"CATALOG_FILE=" + fake.Catalog, "DISCORD_GATEWAY=on", "LIVE_FLUSH_INTERVAL=1s", "LIVE_SHARD_LOCK_RETRY=200ms",
-		"LIVE_GAP_DELAY=2s", "REFRESH_INTERVAL=1h", "DISCORD_MAX_RPS=1000"}
+		"LIVE_GAP_DELAY=2s", "REFRESH_INTERVAL=1h", "DISCORD_MAX_RPS=1000",
+		// Warnings only, so that the tail shown when the test fails says what went wrong.
+		"LOG_LEVEL=warn"}
 	conn, err := pg.Connect(ctx, name)
 	if err != nil {
 		t.Fatal(err)
