@@ -36,10 +36,10 @@ test: lint lint-openapi ## Run every test (needs PostgreSQL and Redis: local por
 	$(GO) test -count=1 -timeout 14m -run '^TestSimulation(AtScale|Day|DayReplicaKilled)$$' -v ./collector-svc/internal/collect/
 
 .PHONY: bench
-bench: ## The six benchmarks (tools/bench: stats, collector, forum, the collector's import/export, forum-svc's webhooks and event stream; PostgreSQL on 127.0.0.1:5432, pgbench and redis-server); each prints its figures beside its targets
-	@# All six run even when one misses a target; the target fails at the end if any did.
+bench: ## The seven benchmarks (tools/bench: stats, collector, live counting, forum, the collector's import/export, forum-svc's webhooks and event stream; PostgreSQL on 127.0.0.1:5432, pgbench and redis-server); each prints its figures beside its targets
+	@# All seven run even when one misses a target; the target fails at the end if any did.
 	@status=0; \
-	for b in stats collector forum exchange webhook events; do $(GO) run ./tools/bench/$$b || { echo "make bench: $$b missed a target or failed" >&2; status=1; }; done; \
+	for b in stats collector live forum exchange webhook events; do $(GO) run ./tools/bench/$$b || { echo "make bench: $$b missed a target or failed" >&2; status=1; }; done; \
 	exit $$status
 
 .PHONY: load
@@ -47,7 +47,7 @@ load: ## Load: each service at 64 connections for 60 s (LOAD_DURATION, LOAD_CONC
 	$(GO) test -tags load -run '^TestLoad' -v -count=1 -timeout 15m ./tools/systest/
 
 .PHONY: faults
-faults: ## Bad input, faults and security against the built services on private PostgreSQL/Redis (~4 min)
+faults: ## Bad input, faults and security against the built services on private PostgreSQL/Redis (~5 min)
 	$(GO) test -tags faults -v -count=1 -timeout 15m ./tools/systest/
 
 .PHONY: fuzz

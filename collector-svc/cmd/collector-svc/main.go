@@ -189,6 +189,8 @@ func fakeDiscordCmd(args []string, stderr io.Writer) error {
 	fs.DurationVar(&g.IdentifyInterval, "identify-interval", 5*time.Second, "one identify per max_concurrency bucket per interval (else op 9)")
 	fs.DurationVar(&g.HeartbeatInterval, "heartbeat-interval", 41250*time.Millisecond, "the gateway's heartbeat_interval")
 	fs.DurationVar(&g.ResumeWindow, "resume-window", 3*time.Minute, "how long a gateway session stays resumable without a connection")
+	fs.IntVar(&g.ReplayLimit, "replay-limit", 100000, "dispatches a gateway session keeps for a resume")
+	fs.BoolVar(&g.Held, "gateway-hold", false, "start with the gateway held: no MESSAGE_CREATE until POST /_fake/gateway/pump or /_fake/gateway/hold?on=false")
 	frozenAt := fs.String("frozen-at", "", "RFC 3339 instant after which no message exists (default: now, moving)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("fake-discord: %w", err)

@@ -93,6 +93,9 @@ type GatewayOptions struct {
 	ReplayLimit       int           // dispatches a session keeps for a resume; default 100000
 	Tick              time.Duration // how often sessions dispatch what the clock passed; default 20 ms
 	MaxGuildsPerShard int           // a shard with more guilds is closed with 4011; default 2500
+	// Held starts the gateway held (Hold): no MESSAGE_CREATE is dispatched until PumpHeld or
+	// Hold(false).
+	Held bool
 	// PrivilegedIntents are the privileged intents the bot is allowed (as in the developer
 	// portal); identifying with another privileged intent is closed with 4014.
 	PrivilegedIntents int64
@@ -150,14 +153,17 @@ type gatewayState struct {
 	starts       []time.Time       // identifies of the last 24 hours
 	pumping      bool
 	nextSession  uint64
+	// held: the clock's messages are not dispatched (Hold); they stay due, stamped when they
+	// were, and go out together at PumpHeld or once released.
+	held bool
 
 	zombie atomic.Bool
 
 	connections, identifies, resumes, resumesAtURL, invalid, heartbeats, dispatched atomic.Int64
 }
 
-func newGatewayState() *gatewayState {
-	return &gatewayState{sessions: map[string]*session{}, conns: map[*gwConn]bool{}, lastIdentify: map[int]time.Time{}}
+func newGatewayState(held bool) *gatewayState {
+	return &gatewayState{sessions: map[string]*session{}, conns: map[*gwConn]bool{}, lastIdentify: map[int]time.Time{}, held: held}
 }
 
 // session is a gateway session: its dispatches, numbered from 1, outlive its connection.
@@ -170,6 +176,7 @@ type session struct {
 	log    []frame // the dispatches kept for a resume; log[i].seq == log[0].seq+i
 	seq    int64   // the last dispatch's
 	cursor int64   // Unix ms: the messages stamped before it have been dispatched
+	began  int64   // Unix ms: the cursor at IDENTIFY; messages stamped before it are never dispatched
 	conn   *gwConn // nil while disconnected
 	gone   time.Time
 	ended  bool
@@ -473,6 +480,7 @@ func (s *Server) identify(ctx context.Context, gc *gwConn, raw json.RawMessage) 
 		conn:    gc,
 		wake:    make(chan struct{}, 1),
 	}
+	ss.began = ss.cursor
 	gc.sess = ss
 	s.gw.sessions[ss.id] = ss
 	unavailable := make([]map[string]any, 0, len(guilds))
@@ -689,8 +697,16 @@ func (s *Server) catchUpGuild(g *guild, nowMs int64) {
 }
 
 // catchUp dispatches MESSAGE_CREATE for every message of the session's guilds stamped from its
-// cursor to nowMs included, oldest first; under gatewayState.mu.
+// cursor to nowMs included, oldest first, unless the gateway is held; under gatewayState.mu.
 func (s *Server) catchUp(ss *session, nowMs int64) {
+	if s.gw.held {
+		return
+	}
+	s.advance(ss, nowMs)
+}
+
+// advance is catchUp, held or not; under gatewayState.mu.
+func (s *Server) advance(ss *session, nowMs int64) {
 	end := nowMs + 1
 	if end <= ss.cursor {
 		return
@@ -735,6 +751,44 @@ func (s *Server) catchUp(ss *session, nowMs int64) {
 		d["guild_id"] = strconv.FormatUint(h.g.id, 10)
 		s.dispatch(ss, "MESSAGE_CREATE", d)
 	}
+}
+
+// Hold stops (on) or resumes the dispatch of the messages the clock passes. While held, the
+// messages stay due: a benchmark lets them pile up, then PumpHeld puts them all in the sessions at
+// once, which send them as fast as each client reads; a test holds the gateway to end a stream
+// at a known moment. Deletions, READY, GUILD_CREATE and RESUMED are dispatched as always.
+func (s *Server) Hold(on bool) {
+	s.gw.mu.Lock()
+	defer s.gw.mu.Unlock()
+	s.gw.held = on
+}
+
+// Pumped is what PumpHeld dispatched up to.
+type Pumped struct {
+	// Until: every message stamped before it has been dispatched to every session.
+	Until time.Time `json:"until"`
+	// Sessions holds each live session's last sequence number, by session id: a client that has
+	// handled that one has every message stamped before Until.
+	Sessions map[string]int64 `json:"sessions"`
+	// Began holds, by session id, when each live session began: its first message may be stamped
+	// then, none before (a message made in the millisecond of its IDENTIFY came before it). A
+	// client that takes the moment it received a GUILD_CREATE as the start of its counting may
+	// take that same millisecond on a fast local connection, where no real gateway is that fast.
+	Began map[string]time.Time `json:"began"`
+}
+
+// PumpHeld dispatches to every session, now and held or not, the messages the clock has passed.
+func (s *Server) PumpHeld() Pumped {
+	s.gw.mu.Lock()
+	defer s.gw.mu.Unlock()
+	now := s.now().UnixMilli()
+	p := Pumped{Until: time.UnixMilli(now + 1).UTC(), Sessions: map[string]int64{}, Began: map[string]time.Time{}}
+	for _, ss := range s.gw.sessions {
+		s.advance(ss, now)
+		p.Sessions[ss.id] = ss.seq
+		p.Began[ss.id] = time.UnixMilli(ss.began).UTC()
+	}
+	return p
 }
 
 // announceDelete dispatches a deletion to the sessions of the guild's shard; under
@@ -941,6 +995,15 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.SetZombie(on)
+	case "gateway/hold":
+		on, ok := flag("on")
+		if !ok {
+			return
+		}
+		s.Hold(on)
+	case "gateway/pump":
+		writeJSON(w, http.StatusOK, s.PumpHeld())
+		return
 	case "gateway/invalid-session":
 		resumable, ok := flag("resumable")
 		if !ok {

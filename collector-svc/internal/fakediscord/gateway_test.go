@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -668,5 +669,121 @@ func TestGatewayHeartbeatsReadBehindABacklog(t *testing.T) {
 	waitHeartbeats(t, s, beats)
 	if st := s.GatewayStats(); st.Sessions != 1 || st.Open != 1 {
 		t.Fatalf("the session of a client that kept beating ended: %+v", st)
+	}
+}
+
+// TestGatewayHoldAndPump: a held gateway dispatches no message as the clock passes, however often
+// it is pumped; /_fake/gateway/pump dispatches them all at once, oldest first, and answers the
+// moment they were made before and each session's last sequence number; released, the gateway
+// dispatches as the clock passes again. /_fake/messages lists the times of exactly those messages.
+func TestGatewayHoldAndPump(t *testing.T) {
+	clock := testutil.NewClock(time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC))
+	s, srv := startFake(t, Options{Guilds: 3, MessageRate: 200, Clock: clock.Now, Gateway: GatewayOptions{Held: true}})
+	c, r, _ := connect(t, gatewayURL(t, srv))
+	t0 := clock.Now()
+	clock.Add(3 * time.Minute)
+	s.Pump()
+	c.Send(map[string]any{"op": opHeartbeat, "d": 1 + len(r.Guilds)})
+	if f := c.Must(); f.Op != opHeartbeatACK {
+		t.Fatalf("held, after the clock moved: %s, want only the heartbeat's ACK", f.Raw)
+	}
+
+	post := func(path string, status int, v any) {
+		t.Helper()
+		resp, err := http.Post(srv.URL+path, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != status {
+			t.Fatalf("POST %s: %d, want %d", path, resp.StatusCode, status)
+		}
+		if v != nil {
+			if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var p Pumped
+	post("/_fake/gateway/pump", 200, &p)
+	from, to := t0.Add(time.Millisecond), clock.Now().Add(time.Millisecond)
+	if !p.Until.Equal(to) {
+		t.Fatalf("until %s, want %s", p.Until, to)
+	}
+	var want int64
+	var times []int64
+	for _, g := range r.Guilds {
+		want += s.Count(g.ID, "", from, to)
+		var listed struct {
+			Times []int64 `json:"times"`
+		}
+		resp, err := http.Get(srv.URL + "/_fake/messages?guild_id=" + g.ID + "&from=" + from.Format(time.RFC3339Nano) + "&to=" + to.Format(time.RFC3339Nano))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&listed); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("/_fake/messages: %d %v", resp.StatusCode, err)
+		}
+		resp.Body.Close()
+		if !slices.IsSorted(listed.Times) {
+			t.Fatal("/_fake/messages: times not oldest first")
+		}
+		times = append(times, listed.Times...)
+	}
+	if want < 100 || int64(len(times)) != want {
+		t.Fatalf("%d messages counted, %d listed: want the same, at least 100", want, len(times))
+	}
+	last := int64(1 + len(r.Guilds))
+	if got := p.Sessions[r.SessionID]; got != last+want || len(p.Sessions) != 1 {
+		t.Fatalf("pumped sessions %v, want %s at seq %d", p.Sessions, r.SessionID, last+want)
+	}
+	if !p.Began[r.SessionID].Equal(t0.Add(time.Millisecond)) {
+		t.Fatalf("the session began at %s, want the millisecond after its IDENTIFY, %s", p.Began[r.SessionID], t0.Add(time.Millisecond))
+	}
+	msgs, seq := readMessages(t, c, last, int(want))
+	var got []int64
+	for _, f := range msgs {
+		var m messageData
+		if err := json.Unmarshal(f.D, &m); err != nil {
+			t.Fatal(err)
+		}
+		id, _ := strconv.ParseUint(m.ID, 10, 64)
+		got = append(got, discord.SnowflakeTime(id).UnixMilli())
+	}
+	slices.Sort(times)
+	if !slices.Equal(got, times) {
+		t.Fatal("the pumped messages are not the listed ones")
+	}
+
+	// Released: the clock's messages flow again.
+	post("/_fake/gateway/hold?on=maybe", 400, nil)
+	post("/_fake/gateway/hold?on=false", 204, nil)
+	before := clock.Now().Add(time.Millisecond)
+	clock.Add(time.Minute)
+	s.Pump()
+	var more int64
+	for _, g := range r.Guilds {
+		more += s.Count(g.ID, "", before, clock.Now().Add(time.Millisecond))
+	}
+	if more == 0 {
+		t.Fatal("no message in the minute after the release: the test needs some")
+	}
+	readMessages(t, c, seq, int(more))
+}
+
+// TestTimesRefusesTooMany: a range of more than MaxTimes messages is refused, not cut.
+func TestTimesRefusesTooMany(t *testing.T) {
+	s, _ := startFake(t, Options{Guilds: 1, MessageRate: 50000})
+	id := s.Catalog()[0].GuildID
+	end := time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC)
+	from := end.Add(-24 * time.Hour)
+	if n := s.Count(id, "", from, end); n <= MaxTimes {
+		t.Fatalf("%d messages in the day: the test needs more than %d", n, MaxTimes)
+	}
+	if _, err := s.Times(id, from, end); err == nil {
+		t.Fatal("Times listed more than MaxTimes")
+	}
+	if _, err := s.Times("1", from, end); err == nil {
+		t.Fatal("Times of an unknown guild")
 	}
 }

@@ -13,11 +13,14 @@
 // that drive it as a separate process; the collector never asks it:
 //
 //	GET  /_fake/count?guild_id=G[&channel_id=C]&from=T&to=T  → {"count": N}
+//	GET  /_fake/messages?guild_id=G&from=T&to=T               → {"times": [ms, ...]} (Times)
 //	POST /_fake/delete?channel_id=C&ids=I[,I...]              → 204 (Delete)
 //	POST /_fake/gateway/drop | reconnect | heartbeat           → 204 (every open connection)
 //	POST /_fake/gateway/zombie?on=true|false                   → 204 (SetZombie)
 //	POST /_fake/gateway/inject (body: one frame)               → 204 (InjectFrame)
 //	POST /_fake/gateway/invalid-session?resumable=true|false   → 204 (InvalidateSessions)
+//	POST /_fake/gateway/hold?on=true|false                     → 204 (Hold)
+//	POST /_fake/gateway/pump                                   → Pumped (PumpHeld)
 //	GET  /_fake/gateway/stats                                  → GatewayStats
 //
 // N is Count(G, C, from, to) (times RFC 3339): the exact number a correct client must get, deleted
@@ -33,6 +36,7 @@ import (
 	"math"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -174,7 +178,7 @@ func New(opts Options) *Server {
 		warmed:    map[uint64]bool{},
 		chanGuild: map[uint64]*guild{},
 		deleted:   map[uint64]map[uint64]bool{},
-		gw:        newGatewayState(),
+		gw:        newGatewayState(opts.Gateway.Held),
 	}
 	for _, g := range s.guilds {
 		s.byID[g.id] = g
@@ -441,7 +445,7 @@ func (s *Server) serveFake(w http.ResponseWriter, r *http.Request) {
 		s.serveControl(w, r)
 		return
 	}
-	if r.URL.Path != FakePrefix+"count" {
+	if r.URL.Path != FakePrefix+"count" && r.URL.Path != FakePrefix+"messages" {
 		writeJSON(w, http.StatusNotFound, map[string]any{"message": "404: Not Found", "code": 0})
 		return
 	}
@@ -456,7 +460,50 @@ func (s *Server) serveFake(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	if r.URL.Path == FakePrefix+"messages" {
+		if q.Get("channel_id") != "" {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"message": "messages lists a whole server: no channel_id", "code": 0})
+			return
+		}
+		times, err := s.Times(q.Get("guild_id"), from, to)
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"message": err.Error(), "code": 0})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"times": times})
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"count": s.Count(q.Get("guild_id"), q.Get("channel_id"), from, to)})
+}
+
+// MaxTimes is the most messages Times lists in one answer.
+const MaxTimes = 500000
+
+// Times lists the time (Unix ms) of every message of the guild stamped in [from, to), as Count
+// counts them (deleted ones left out), oldest first: what a benchmark needs to tell when each
+// message was made. More than MaxTimes is an error: ask for a shorter range.
+func (s *Server) Times(guildID string, from, to time.Time) ([]int64, error) {
+	chans, err := s.streams(guildID, "")
+	if err != nil {
+		return nil, err
+	}
+	if n := s.Count(guildID, "", from, to); n > MaxTimes {
+		return nil, fmt.Errorf("%d messages in the range, more than %d: ask for a shorter one", n, MaxTimes)
+	}
+	a, b := ceilMilli(from), ceilMilli(to)
+	if s.opts.Clock != nil {
+		b = min(b, s.opts.Clock().UnixMilli()+1)
+	}
+	times := []int64{}
+	for _, c := range chans {
+		for _, m := range c.msgs.between(c.id, a, b) {
+			if !s.isDeleted(c.id, m.ID) {
+				times = append(times, m.Ms)
+			}
+		}
+	}
+	slices.Sort(times)
+	return times, nil
 }
 
 // takeGlobal takes a token of the global bucket, or says how long until one is there.

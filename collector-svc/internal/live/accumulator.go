@@ -246,6 +246,15 @@ func (a *Accumulator) setGaps() {
 			c.Gaps = slices.DeleteFunc(c.Gaps, func(o Gap) bool { return o == old })
 			delete(a.provisional, g)
 		}
+		// A server whose counting began in the READY's millisecond or later was first seen in
+		// this session: nothing of it was missed. Its start is a whole millisecond and the READY
+		// an instant within one, so that a GUILD_CREATE applied in the READY's millisecond would
+		// otherwise seem to begin before it, and leave a gap of that millisecond: its messages
+		// searched once more when the gap is filled, after being counted live (or, arriving
+		// later, held back until the fill), and the reports stale until then.
+		if c.SinceID >= discord.SnowflakeAt(a.readyAt) {
+			continue
+		}
 		from := discord.SnowflakeTime(c.SinceID)
 		if a.flushed.FlushedAt.After(from) {
 			from = a.flushed.FlushedAt

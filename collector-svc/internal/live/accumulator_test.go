@@ -251,3 +251,27 @@ func TestSetCutoffForgetsOldGaps(t *testing.T) {
 		t.Errorf("gaps after the cut-off %v, want only %v", c.Gaps, recent)
 	}
 }
+
+// TestAccumulatorNoGapWhenCountingBeginsInTheReadyMillisecond: a server first seen in the session
+// just started has nothing to search, even when its GUILD_CREATE is applied within the
+// millisecond of the READY (a start of counting is a whole millisecond, the READY an instant):
+// no gap is recorded, and its messages of that millisecond are counted live, once.
+func TestAccumulatorNoGapWhenCountingBeginsInTheReadyMillisecond(t *testing.T) {
+	ready := t0.Add(599*time.Millisecond + 100*time.Microsecond)
+	a := NewAccumulator(0, 1, State{})
+	a.Apply(Event{Seq: 1, Type: TypeReady, SessionID: "s1", ResumeURL: "wss://r"}, ready)
+	a.Apply(Event{Seq: 2, Type: TypeGuildCreate, GuildID: guild, Channels: []Channel{{ID: general, Name: "general"}}},
+		ready.Add(300*time.Microsecond))
+	a.Apply(create(3, general, msg(599*time.Millisecond, 1)), ready.Add(time.Millisecond)) // before the first flush
+	first := a.Take(ready.Add(time.Second))
+	a.Committed(first)
+	if len(first.Gaps) != 0 {
+		t.Fatalf("gaps %v at the start of counting: nothing was missed", first.Gaps)
+	}
+	a.Apply(create(4, general, msg(599*time.Millisecond, 2)), ready.Add(2*time.Second)) // after it
+	second := a.Take(ready.Add(3 * time.Second))
+	got := first.Counts[total(h10)] + second.Counts[total(h10)]
+	if c, _ := a.Coverage(guild); got != 2 || len(c.Gaps) != 0 {
+		t.Fatalf("counted %d of the 2 messages of the READY's millisecond, coverage gaps %v", got, c.Gaps)
+	}
+}
