@@ -650,23 +650,40 @@ func TestGatewayCloseCodeEndsSession(t *testing.T) {
 // time out while it beats; the ACKs wait behind the backlog.
 func TestGatewayHeartbeatsReadBehindABacklog(t *testing.T) {
 	clock := testutil.NewClock(time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC))
-	const interval = 300 * time.Millisecond
+	// A second between beats: the session times out after three silent intervals, and a loaded
+	// machine running the tests under -race can hold a goroutine for most of a second.
+	const interval = time.Second
 	s, srv := startFake(t, Options{Guilds: 2, MessageRate: 2000, Clock: clock.Now,
 		Gateway: GatewayOptions{HeartbeatInterval: interval, ResumeWindow: time.Hour}})
 	c, _, _ := connect(t, gatewayURL(t, srv))
-	const beats = 15 // five times the silence after which a session times out
-	sent := make(chan struct{})
+	pumped := make(chan struct{})
+	beats := make(chan int64, 1)
 	go func() {
-		defer close(sent)
-		for i := range beats {
-			c.Send(map[string]any{"op": opHeartbeat, "d": i + 1})
-			time.Sleep(interval)
+		var n int64
+		for {
+			n++
+			c.Send(map[string]any{"op": opHeartbeat, "d": n})
+			select {
+			case <-pumped:
+				beats <- n
+				return
+			case <-time.After(interval):
+			}
 		}
 	}()
-	clock.Add(10 * time.Minute) // megabytes of MESSAGE_CREATE, more than the sockets buffer
-	s.Pump()
-	<-sent
-	waitHeartbeats(t, s, beats)
+	// Megabytes of MESSAGE_CREATE, more than the sockets buffer, which the client does not read:
+	// the pumps last longer than the silence after which a session times out (the backlog grows
+	// until they do, so that the check means something on a fast machine too).
+	start := time.Now()
+	for i := 0; i < 5 && time.Since(start) < 4*interval; i++ {
+		clock.Add(10 * time.Minute)
+		s.Pump()
+	}
+	close(pumped)
+	if d := time.Since(start); d < 3*interval {
+		t.Fatalf("the pumps lasted %v, less than the %v of silence the check needs", d, 3*interval)
+	}
+	waitHeartbeats(t, s, <-beats)
 	if st := s.GatewayStats(); st.Sessions != 1 || st.Open != 1 {
 		t.Fatalf("the session of a client that kept beating ended: %+v", st)
 	}
