@@ -45,8 +45,10 @@ type App struct {
 	handler http.Handler
 
 	retries retrySweeper // the store: its sweep deletes on the primary, whatever the reads use
-	log     *slog.Logger
-	now     func() time.Time
+	// backfill stores the HTML of the messages written before message_parsed existed (the store).
+	backfill backfiller
+	log      *slog.Logger
+	now      func() time.Time
 
 	backend *backend.Backend
 	reads   *db.Reads
@@ -85,7 +87,7 @@ func (a *App) build(o options) error {
 		return err
 	}
 	st.RouteReads(a.reads)
-	a.retries = st
+	a.retries, a.backfill = st, st
 	rl := cfg.RateLimit
 	if rl == (ratelimit.Config{}) { // a Config built without LoadConfig: the defaults
 		rl = ratelimit.Config{PerMinute: DefaultRateLimit, Burst: ratelimit.DefaultBurst(DefaultRateLimit)}
@@ -121,11 +123,13 @@ func (a *App) build(o options) error {
 func (a *App) Handler() http.Handler { return a.handler }
 
 // Run serves the handler on cfg.HTTPAddr until ctx is done (`forum-svc serve`), sweeping the
-// expired Idempotency-Key answers every cfg.RetrySweepInterval meanwhile.
+// expired Idempotency-Key answers every cfg.RetrySweepInterval meanwhile, and storing at once the
+// HTML of the messages written before message_parsed existed (backfill.go).
 func (a *App) Run(ctx context.Context) error {
 	// The sweep ends before Run returns, so before Close closes the database, also when the
 	// server fails to start.
 	defer a.startSweep(ctx, a.cfg.RetrySweepInterval)()
+	defer a.startBackfill(ctx)()
 	return server.Run(ctx, a.handler, a.cfg.HTTPAddr, a.cfg.HTTP, a.log)
 }
 
