@@ -7,7 +7,8 @@
 //	forum-svc options set NAME VALUE
 //
 // Every command exits 0 on success and 1 with a one-line error on stderr otherwise. `migrate`
-// applies pending migrations (then stores the HTML of messages older than message_parsed); every other command does so first unless MIGRATE_ON_START=false.
+// applies pending migrations (then stores the HTML of messages older than message_parsed);
+// every other command applies them first unless MIGRATE_ON_START=false.
 // This file is flags, dispatch and signals only; internal/app runs the commands.
 package main
 
