@@ -195,8 +195,10 @@ func createKey(ctx context.Context, bin string, env []string, user int, scopes s
 
 // pageStatement is the message-page statement as the service sent it to PostgreSQL, read from
 // pg_stat_activity once the service has served pages: the last statement of each of its
-// connections that reads messages. pgbench runs exactly that text.
-func pageStatement(ctx context.Context, dbURL string) (string, error) {
+// connections that reads messages and started at or after since (the database's clock, dbNow,
+// before the pages were asked for), so that a connection idle since an earlier statement on
+// messages (the backfill's at start) is not taken for a page's. pgbench runs exactly that text.
+func pageStatement(ctx context.Context, dbURL string, since time.Time) (string, error) {
 	conn, err := sql.Open("pgx", dbURL)
 	if err != nil {
 		return "", err
@@ -205,7 +207,8 @@ func pageStatement(ctx context.Context, dbURL string) (string, error) {
 	rows, err := conn.QueryContext(ctx, `
 SELECT DISTINCT query, (SELECT setting::int FROM pg_settings WHERE name = 'track_activity_query_size')
 FROM pg_stat_activity
-WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%conversation_messages%'`)
+WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%conversation_messages%'
+  AND query_start >= $1`, since)
 	if err != nil {
 		return "", err
 	}
@@ -229,4 +232,16 @@ WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%
 		return "", errors.New("expected one message-page statement in pg_stat_activity, found: " + strings.Join(found, " | "))
 	}
 	return found[0], nil
+}
+
+// dbNow is the database server's clock, which pg_stat_activity's query_start follows.
+func dbNow(ctx context.Context, dbURL string) (time.Time, error) {
+	conn, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer conn.Close()
+	var now time.Time
+	err = conn.QueryRowContext(ctx, `SELECT clock_timestamp()`).Scan(&now)
+	return now, err
 }
