@@ -3,7 +3,8 @@
 # Imports demo reports of the last 90 days (relative to today, Moscow calendar), starts the fake
 # Discord (unless DISCORD_TOKEN is set), the collector (counting live from the gateway too:
 # DISCORD_GATEWAY=on unless set),
-# stats-svc and forum-svc (seeded with the demo forum), prints curl examples, and stops
+# stats-svc and forum-svc (seeded with the demo forum, with a webhook to a local receiver that
+# prints each delivery), prints curl examples, and stops
 # everything on Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,7 @@ cd "$(dirname "$0")/.."
 BIN=${BIN:-bin}
 DATA=${DATA:-./data}
 FAKE_ADDR=${FAKE_ADDR:-127.0.0.1:8090}
+HOOK_ADDR=${HOOK_ADDR:-127.0.0.1:8091}
 mkdir -p "$DATA"
 
 export LOG_FORMAT=${LOG_FORMAT:-text}
@@ -63,7 +65,16 @@ DATABASE_URL=$STATS_DB HTTP_ADDR=127.0.0.1:8082 "$BIN/stats-svc" serve &
 pids+=($!)
 DATABASE_URL=$FORUM_DB "$BIN/forum-svc" migrate >/dev/null
 DATABASE_URL=$FORUM_DB "$BIN/forum-svc" seed --file forum-svc/demo/seed.json
-DATABASE_URL=$FORUM_DB HTTP_ADDR=127.0.0.1:8081 "$BIN/forum-svc" serve &
+# A webhook receiver that checks the signatures and prints what it gets; each run registers a new
+# webhook to it (with a new secret) and disables the previous runs' ones.
+HOOK_URL="http://$HOOK_ADDR/webhook"
+DATABASE_URL=$FORUM_DB "$BIN/forum-svc" webhook list | awk -v u="$HOOK_URL" '$2 == "active" && $3 == u {print $1}' |
+	while read -r old; do DATABASE_URL=$FORUM_DB "$BIN/forum-svc" webhook disable "$old" >/dev/null; done
+read -r HOOK_ID HOOK_SECRET < <(DATABASE_URL=$FORUM_DB "$BIN/forum-svc" webhook add --url "$HOOK_URL" --events '*' 2>/dev/null)
+"$BIN/forum-svc" webhook receive --addr "$HOOK_ADDR" --secret "$HOOK_SECRET" &
+pids+=($!)
+# The receiver is on a loopback address, which deliveries refuse unless allowed.
+WEBHOOK_ALLOW_PRIVATE=true DATABASE_URL=$FORUM_DB HTTP_ADDR=127.0.0.1:8081 "$BIN/forum-svc" serve &
 pids+=($!)
 
 wait_http http://127.0.0.1:8082/healthz
@@ -79,6 +90,8 @@ Everything runs (Ctrl-C stops it):
   stats-svc      http://127.0.0.1:8082/api/openapi.json
   forum-svc      http://127.0.0.1:8081
   collector-svc  http://127.0.0.1:8083/metrics (health and metrics only)
+  webhooks       webhook $HOOK_ID (every event) -> $HOOK_URL: the receiver prints each delivery here;
+                 DATABASE_URL=$FORUM_DB $BIN/forum-svc webhook deliveries --webhook $HOOK_ID
 
 Statistics (the demo holds 90 days up to today, today in progress; server 2's day of
 10 days ago is stale, server 3 has no report for 20 days ago):

@@ -150,10 +150,11 @@ func TestCorporaCoverTheIssue(t *testing.T) {
 	}
 }
 
-// TestForumCorpusCoversIssue11 checks that every operation and field of the conversations API
-// has its bad input: hostile ids, recipient lists of 10,000 entries, 10 MB messages, invalid
-// UTF-8, malformed Idempotency-Keys, other content types on every write, ownership.
-func TestForumCorpusCoversIssue11(t *testing.T) {
+// TestForumCorpusCoversTheConversationsAPI checks that every operation and field of the
+// conversations API has its bad input: hostile ids, recipient lists of 10,000 entries, 10 MB
+// messages, invalid UTF-8, malformed Idempotency-Keys, other content types on every write,
+// ownership.
+func TestForumCorpusCoversTheConversationsAPI(t *testing.T) {
 	c := ForumCorpus(1, testForum)
 	byOp := map[string]int{}
 	for _, k := range c.Cases {

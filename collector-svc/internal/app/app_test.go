@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -99,34 +100,83 @@ const exchangeFile = `{
                "error": {"code": "timeout", "message": "slow"}, "totalMessages": 9, "channels": []}]
 }`
 
-// TestImportExport: import then export to standard output on SQLite; a refused file writes
-// nothing and does not even create the database.
+// sqliteConfig is a configuration over a SQLite reports database not created yet, in a
+// directory of its own; it returns the directory and the database's file too.
+func sqliteConfig(t *testing.T) (cfg Config, dir, dbFile string) {
+	dir = t.TempDir()
+	dbFile = filepath.Join(dir, "stats.db")
+	cfg.DatabaseURL, cfg.MigrateOnStart = "sqlite:"+dbFile, true
+	return cfg, dir, dbFile
+}
+
+// writeFile writes text to dir/name and returns its path.
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestImportRefused: a file the import refuses writes nothing and does not even create the
+// database: one with a bad entry, named; a pipe, before anything is read, since the import reads
+// its file twice (validated, then written).
+func TestImportRefused(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		file func(t *testing.T, dir string) string
+		want []string
+	}{
+		{"bad entry", func(t *testing.T, dir string) string {
+			return writeFile(t, dir, "bad.json", strings.Replace(exchangeFile, `"messages": 3`, `"messages": -3`, 1))
+		}, []string{"daily[0].channels[0].messages: must be >= 0 (nothing was written)"}},
+		{"pipe", func(t *testing.T, dir string) string {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { r.Close() })
+			go func() {
+				_, _ = w.WriteString(exchangeFile)
+				w.Close()
+			}()
+			return fmt.Sprintf("/dev/fd/%d", r.Fd())
+		}, []string{": the file is read twice (validated, then written), and this one cannot be", "(nothing was written)"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, dir, dbFile := sqliteConfig(t)
+			file := tt.file(t, dir)
+			_, err := Import(context.Background(), cfg, nil, file)
+			for _, want := range tt.want {
+				if err == nil || !strings.Contains(err.Error(), "import "+file) || !strings.Contains(err.Error(), want) {
+					t.Fatalf("import: %v, want an error naming %s and saying %q", err, file, want)
+				}
+			}
+			if _, err := os.Stat(dbFile); !os.IsNotExist(err) {
+				t.Fatalf("a refused import opened the database: %v", err)
+			}
+		})
+	}
+}
+
+// TestImportExport: import then export to standard output on SQLite; standard input redirected
+// from a file (/dev/stdin < F, here a descriptor of F) is imported as F is.
 func TestImportExport(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	dbFile := filepath.Join(dir, "stats.db")
-	cfg := Config{}
-	cfg.DatabaseURL, cfg.MigrateOnStart = "sqlite:"+dbFile, true
-
-	bad := filepath.Join(dir, "bad.json")
-	if err := os.WriteFile(bad, []byte(strings.Replace(exchangeFile, `"messages": 3`, `"messages": -3`, 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, err := Import(ctx, cfg, nil, bad)
-	if err == nil || !strings.Contains(err.Error(), "daily[0].channels[0].messages: must be >= 0 (nothing was written)") {
-		t.Fatalf("import of a bad file: %v", err)
-	}
-	if _, err := os.Stat(dbFile); !os.IsNotExist(err) {
-		t.Fatalf("a refused import opened the database: %v", err)
-	}
-
-	good := filepath.Join(dir, "good.json")
-	if err := os.WriteFile(good, []byte(exchangeFile), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg, dir, _ := sqliteConfig(t)
+	good := writeFile(t, dir, "good.json", exchangeFile)
 	st, err := Import(ctx, cfg, nil, good)
 	if err != nil || !st.CatalogReplaced || st.Catalog != 1 || st.Guilds != 1 || st.Daily != 1 || st.Monthly != 1 {
 		t.Fatalf("import: %+v, %v", st, err)
+	}
+	f, err := os.Open(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if again, err := Import(ctx, cfg, nil, fmt.Sprintf("/dev/fd/%d", f.Fd())); err != nil || again != st {
+		t.Fatalf("import through a descriptor of the file: %+v, %v; want %+v", again, err, st)
 	}
 	var out bytes.Buffer
 	est, err := Export(ctx, cfg, nil, "-", &out)

@@ -20,13 +20,18 @@ import (
 
 // Import runs `collector-svc import --file path`: a first pass reads the whole file as a stream
 // and validates it before the database is opened; a second pass reads it again from its start
-// and writes it in one transaction, or nothing is. Neither holds the file in memory.
+// and writes it in one transaction, or nothing is. Neither holds the file in memory, so path must
+// be a file that can be read twice: a pipe (standard input fed by another process) is refused
+// before anything is read, while standard input redirected from a file (/dev/stdin < F) is F.
 func Import(ctx context.Context, cfg Config, log *slog.Logger, path string) (store.ImportStats, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return store.ImportStats{}, fmt.Errorf("import: %w", err)
 	}
 	defer f.Close()
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return store.ImportStats{}, fmt.Errorf("import %s: the file is read twice (validated, then written), and this one cannot be (a pipe?): save it to a file first (nothing was written): %w", path, err)
+	}
 	return importFrom(ctx, cfg, log, path, f)
 }
 

@@ -1,7 +1,6 @@
 package fakediscord
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,121 +9,15 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
 	"forumstats.local/collector-svc/internal/discord"
+	"forumstats.local/collector-svc/internal/fakediscord/fakediscordtest"
+	"forumstats.local/shared/testutil"
 )
-
-// manualClock is a virtual clock the test moves.
-type manualClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *manualClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-// frameIn is a payload the server sent.
-type frameIn struct {
-	Op  int             `json:"op"`
-	S   *int64          `json:"s"`
-	T   string          `json:"t"`
-	D   json.RawMessage `json:"d"`
-	Raw []byte          `json:"-"`
-}
-
-// rawClient is a bare websocket client that speaks the protocol by hand.
-type rawClient struct {
-	t  *testing.T
-	ws *websocket.Conn
-}
-
-func dialRaw(t *testing.T, url string) *rawClient {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	ws, _, err := websocket.Dial(ctx, url, nil)
-	if err != nil {
-		t.Fatalf("dial %s: %v", url, err)
-	}
-	ws.SetReadLimit(1 << 20)
-	t.Cleanup(func() { _ = ws.CloseNow() })
-	return &rawClient{t: t, ws: ws}
-}
-
-func (c *rawClient) send(v any) {
-	c.t.Helper()
-	data, ok := v.([]byte)
-	if !ok {
-		var err error
-		if data, err = json.Marshal(v); err != nil {
-			c.t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := c.ws.Write(ctx, websocket.MessageText, data); err != nil {
-		c.t.Fatalf("send %s: %v", data, err)
-	}
-}
-
-// read returns the next payload, or the error that ended the connection.
-func (c *rawClient) read() (frameIn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, data, err := c.ws.Read(ctx)
-	if err != nil {
-		return frameIn{}, err
-	}
-	var f frameIn
-	if err := json.Unmarshal(data, &f); err != nil {
-		return frameIn{}, fmt.Errorf("bad frame %s: %w", data, err)
-	}
-	f.Raw = data
-	return f, nil
-}
-
-func (c *rawClient) must() frameIn {
-	c.t.Helper()
-	f, err := c.read()
-	if err != nil {
-		c.t.Fatalf("read: %v", err)
-	}
-	return f
-}
-
-// next returns the next payload other than a heartbeat ACK.
-func (c *rawClient) next() frameIn {
-	c.t.Helper()
-	for {
-		if f := c.must(); f.Op != opHeartbeatACK {
-			return f
-		}
-	}
-}
-
-// closeCode reads until the server closes and returns its code.
-func (c *rawClient) closeCode() websocket.StatusCode {
-	c.t.Helper()
-	for {
-		if _, err := c.read(); err != nil {
-			return websocket.CloseStatus(err)
-		}
-	}
-}
 
 func identifyPayload(token string, intents int64, shard ...int) map[string]any {
 	d := map[string]any{"token": token, "intents": intents, "properties": map[string]string{"os": "linux", "browser": "t", "device": "t"}}
@@ -147,14 +40,14 @@ type readyData struct {
 }
 
 // connect says hello and identifies, and returns READY and the GUILD_CREATEs.
-func connect(t *testing.T, url string, shard ...int) (*rawClient, readyData, []frameIn) {
+func connect(t *testing.T, url string, shard ...int) (*fakediscordtest.Client, readyData, []fakediscordtest.Frame) {
 	t.Helper()
-	c := dialRaw(t, url+"?v=10&encoding=json")
-	if hello := c.must(); hello.Op != opHello {
+	c := fakediscordtest.Dial(t, url+"?v=10&encoding=json")
+	if hello := c.Must(); hello.Op != opHello {
 		t.Fatalf("first payload %s, want HELLO", hello.Raw)
 	}
-	c.send(identifyPayload("secret", testIntents, shard...))
-	f := c.next()
+	c.Send(identifyPayload("secret", testIntents, shard...))
+	f := c.Next()
 	if f.Op != opDispatch || f.T != "READY" || f.S == nil || *f.S != 1 {
 		t.Fatalf("after IDENTIFY: %s, want READY with s=1", f.Raw)
 	}
@@ -162,9 +55,9 @@ func connect(t *testing.T, url string, shard ...int) (*rawClient, readyData, []f
 	if err := json.Unmarshal(f.D, &r); err != nil {
 		t.Fatal(err)
 	}
-	var creates []frameIn
+	var creates []fakediscordtest.Frame
 	for range r.Guilds {
-		g := c.next()
+		g := c.Next()
 		if g.T != "GUILD_CREATE" {
 			t.Fatalf("%s, want GUILD_CREATE", g.Raw)
 		}
@@ -266,15 +159,15 @@ func TestGatewayCloseCodes(t *testing.T) {
 			if q == "" {
 				q = "?v=10&encoding=json"
 			}
-			c := dialRaw(t, url+q)
+			c := fakediscordtest.Dial(t, url+q)
 			for _, p := range tt.send {
 				if p == "RESUME+1000" {
 					_, r, _ := connect(t, url)
 					p = map[string]any{"op": opResume, "d": map[string]any{"token": "secret", "session_id": r.SessionID, "seq": 1000}}
 				}
-				c.send(p)
+				c.Send(p)
 			}
-			if got := c.closeCode(); got != tt.code {
+			if got := c.CloseCode(); got != tt.code {
 				t.Fatalf("close code %d, want %d", got, tt.code)
 			}
 		})
@@ -285,14 +178,14 @@ func TestGatewayCloseCodes(t *testing.T) {
 func TestGatewayShardingRequiredAndTimeout(t *testing.T) {
 	_, srv := startFake(t, Options{Guilds: 3, Gateway: GatewayOptions{MaxGuildsPerShard: 2, HeartbeatInterval: 40 * time.Millisecond}})
 	url := gatewayURL(t, srv) + "?v=10&encoding=json"
-	c := dialRaw(t, url)
-	c.send(identifyPayload("secret", testIntents))
-	if got := c.closeCode(); got != 4011 {
+	c := fakediscordtest.Dial(t, url)
+	c.Send(identifyPayload("secret", testIntents))
+	if got := c.CloseCode(); got != 4011 {
 		t.Fatalf("3 guilds on a shard of at most 2: close %d, want 4011", got)
 	}
 	// A client that never heartbeats is timed out.
-	c = dialRaw(t, url)
-	if got := c.closeCode(); got != 4009 {
+	c = fakediscordtest.Dial(t, url)
+	if got := c.CloseCode(); got != 4009 {
 		t.Fatalf("no heartbeat: close %d, want 4009", got)
 	}
 }
@@ -344,10 +237,10 @@ func TestGatewayIdentifyLimits(t *testing.T) {
 	url := gatewayURL(t, srv)
 	connect(t, url, 0, 4)
 	connect(t, url, 1, 4) // the other bucket
-	c := dialRaw(t, url+"?v=10&encoding=json")
-	c.must()
-	c.send(identifyPayload("secret", testIntents, 2, 4)) // bucket 0 again
-	if f := c.next(); f.Op != opInvalidSession || string(f.D) != "false" {
+	c := fakediscordtest.Dial(t, url+"?v=10&encoding=json")
+	c.Must()
+	c.Send(identifyPayload("secret", testIntents, 2, 4)) // bucket 0 again
+	if f := c.Next(); f.Op != opInvalidSession || string(f.D) != "false" {
 		t.Fatalf("second identify of bucket 0: %s, want op 9 false", f.Raw)
 	}
 
@@ -355,10 +248,10 @@ func TestGatewayIdentifyLimits(t *testing.T) {
 	url = gatewayURL(t, srv)
 	connect(t, url)
 	time.Sleep(5 * time.Millisecond)
-	c = dialRaw(t, url+"?v=10&encoding=json")
-	c.must()
-	c.send(identifyPayload("secret", testIntents))
-	if f := c.next(); f.Op != opInvalidSession || string(f.D) != "false" {
+	c = fakediscordtest.Dial(t, url+"?v=10&encoding=json")
+	c.Must()
+	c.Send(identifyPayload("secret", testIntents))
+	if f := c.Next(); f.Op != opInvalidSession || string(f.D) != "false" {
 		t.Fatalf("identify past the session start limit: %s, want op 9 false", f.Raw)
 	}
 }
@@ -368,24 +261,24 @@ func TestGatewayIdentifyLimits(t *testing.T) {
 func TestGatewayHeartbeats(t *testing.T) {
 	s, srv := startFake(t, Options{})
 	c, _, _ := connect(t, gatewayURL(t, srv))
-	c.send(map[string]any{"op": opHeartbeat, "d": 1})
-	if f := c.must(); f.Op != opHeartbeatACK {
+	c.Send(map[string]any{"op": opHeartbeat, "d": 1})
+	if f := c.Must(); f.Op != opHeartbeatACK {
 		t.Fatalf("%s, want ACK", f.Raw)
 	}
 	s.RequestHeartbeat()
-	if f := c.must(); f.Op != opHeartbeat {
+	if f := c.Must(); f.Op != opHeartbeat {
 		t.Fatalf("%s, want op 1", f.Raw)
 	}
 	s.SetZombie(true)
-	c.send(map[string]any{"op": opHeartbeat, "d": 1})
+	c.Send(map[string]any{"op": opHeartbeat, "d": 1})
 	waitHeartbeats(t, s, 2)
 	s.RequestReconnect() // a marker: the next payload must be it, not an ACK
-	if f := c.must(); f.Op != opReconnect {
+	if f := c.Must(); f.Op != opReconnect {
 		t.Fatalf("zombie: %s, want no ACK and then op 7", f.Raw)
 	}
 	s.SetZombie(false)
-	c.send(map[string]any{"op": opHeartbeat, "d": 1})
-	if f := c.must(); f.Op != opHeartbeatACK {
+	c.Send(map[string]any{"op": opHeartbeat, "d": 1})
+	if f := c.Must(); f.Op != opHeartbeatACK {
 		t.Fatalf("%s, want ACK again", f.Raw)
 	}
 	waitHeartbeats(t, s, 3)
@@ -423,12 +316,12 @@ type messageData struct {
 
 // readMessages reads dispatches until n MESSAGE_CREATEs arrived, checking that the sequence
 // numbers follow each other from after, and returns them with the frames.
-func readMessages(t *testing.T, c *rawClient, after int64, n int) ([]frameIn, int64) {
+func readMessages(t *testing.T, c *fakediscordtest.Client, after int64, n int) ([]fakediscordtest.Frame, int64) {
 	t.Helper()
-	var out []frameIn
+	var out []fakediscordtest.Frame
 	seq := after
 	for len(out) < n {
-		f := c.next()
+		f := c.Next()
 		if f.Op != opDispatch || f.S == nil || *f.S != seq+1 {
 			t.Fatalf("after seq %d: %s", seq, f.Raw)
 		}
@@ -443,7 +336,7 @@ func readMessages(t *testing.T, c *rawClient, after int64, n int) ([]frameIn, in
 // TestGatewayMessagesAreTheSearchedOnes: as the clock passes, each message of the shard's guilds
 // is dispatched once, oldest first, and they are the ones search and Count see.
 func TestGatewayMessagesAreTheSearchedOnes(t *testing.T) {
-	clock := &manualClock{t: time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC)}
+	clock := testutil.NewClock(time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC))
 	s, srv := startFake(t, Options{Guilds: 4, MessageRate: 200, Clock: clock.Now})
 	c, r, _ := connect(t, gatewayURL(t, srv))
 	t0 := clock.Now()
@@ -485,8 +378,8 @@ func TestGatewayMessagesAreTheSearchedOnes(t *testing.T) {
 	}
 	// Nothing more until the clock moves.
 	s.Pump()
-	c.send(map[string]any{"op": opHeartbeat, "d": seq})
-	if f := c.must(); f.Op != opHeartbeatACK {
+	c.Send(map[string]any{"op": opHeartbeat, "d": seq})
+	if f := c.Must(); f.Op != opHeartbeatACK {
 		t.Fatalf("with the clock still: %s", f.Raw)
 	}
 }
@@ -495,7 +388,7 @@ func TestGatewayMessagesAreTheSearchedOnes(t *testing.T) {
 // replays exactly the dispatches after the given seq (the same bytes), then the ones dispatched
 // while away, then RESUMED; a session past its window, or an unknown one, gets op 9 d=false.
 func TestGatewayResumeReplaysTheMissed(t *testing.T) {
-	clock := &manualClock{t: time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC)}
+	clock := testutil.NewClock(time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC))
 	s, srv := startFake(t, Options{Guilds: 2, MessageRate: 200, Clock: clock.Now, Gateway: GatewayOptions{ResumeWindow: time.Hour}})
 	c, r, _ := connect(t, gatewayURL(t, srv))
 	clock.Add(time.Minute)
@@ -505,7 +398,7 @@ func TestGatewayResumeReplaysTheMissed(t *testing.T) {
 	first := map[int64]string{}
 	seq := int64(1 + len(r.Guilds)) // READY and GUILD_CREATEs, read by connect
 	for seq < last {
-		f := c.next()
+		f := c.Next()
 		if f.S == nil || *f.S != seq+1 {
 			t.Fatalf("after seq %d: %s", seq, f.Raw)
 		}
@@ -516,7 +409,7 @@ func TestGatewayResumeReplaysTheMissed(t *testing.T) {
 		t.Fatalf("only %d dispatches: the test needs more", seq)
 	}
 	s.DropConnections()
-	if _, err := c.read(); err == nil {
+	if _, err := c.Read(); err == nil {
 		t.Fatal("the connection survived the drop")
 	}
 	clock.Add(time.Minute) // dispatched while away
@@ -524,11 +417,11 @@ func TestGatewayResumeReplaysTheMissed(t *testing.T) {
 	away := s.GatewayStats().Dispatched - seq
 
 	k := seq - 25 // the client had processed up to k
-	c2 := dialRaw(t, r.ResumeGatewayURL+"?v=10&encoding=json")
-	c2.must()
-	c2.send(map[string]any{"op": opResume, "d": map[string]any{"token": "secret", "session_id": r.SessionID, "seq": k}})
+	c2 := fakediscordtest.Dial(t, r.ResumeGatewayURL+"?v=10&encoding=json")
+	c2.Must()
+	c2.Send(map[string]any{"op": opResume, "d": map[string]any{"token": "secret", "session_id": r.SessionID, "seq": k}})
 	for want := k + 1; ; want++ {
-		f := c2.next()
+		f := c2.Next()
 		if f.S == nil || *f.S != want {
 			t.Fatalf("replay: %s, want seq %d", f.Raw, want)
 		}
@@ -546,10 +439,10 @@ func TestGatewayResumeReplaysTheMissed(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 
-	c3 := dialRaw(t, r.ResumeGatewayURL+"?v=10&encoding=json")
-	c3.must()
-	c3.send(map[string]any{"op": opResume, "d": map[string]any{"token": "secret", "session_id": "nope", "seq": 1}})
-	if f := c3.next(); f.Op != opInvalidSession || string(f.D) != "false" {
+	c3 := fakediscordtest.Dial(t, r.ResumeGatewayURL+"?v=10&encoding=json")
+	c3.Must()
+	c3.Send(map[string]any{"op": opResume, "d": map[string]any{"token": "secret", "session_id": "nope", "seq": 1}})
+	if f := c3.Next(); f.Op != opInvalidSession || string(f.D) != "false" {
 		t.Fatalf("unknown session: %s", f.Raw)
 	}
 }
@@ -557,7 +450,7 @@ func TestGatewayResumeReplaysTheMissed(t *testing.T) {
 func TestGatewayResumeWindow(t *testing.T) {
 	s, srv := startFake(t, Options{Gateway: GatewayOptions{ResumeWindow: 30 * time.Millisecond, Tick: 5 * time.Millisecond}})
 	c, r, _ := connect(t, gatewayURL(t, srv))
-	_ = c.ws.CloseNow()
+	_ = c.Conn.CloseNow()
 	deadline := time.Now().Add(5 * time.Second)
 	for s.GatewayStats().Sessions > 0 {
 		if time.Now().After(deadline) {
@@ -565,10 +458,10 @@ func TestGatewayResumeWindow(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	c2 := dialRaw(t, r.ResumeGatewayURL+"?v=10&encoding=json")
-	c2.must()
-	c2.send(map[string]any{"op": opResume, "d": map[string]any{"token": "secret", "session_id": r.SessionID, "seq": 1}})
-	if f := c2.next(); f.Op != opInvalidSession || string(f.D) != "false" {
+	c2 := fakediscordtest.Dial(t, r.ResumeGatewayURL+"?v=10&encoding=json")
+	c2.Must()
+	c2.Send(map[string]any{"op": opResume, "d": map[string]any{"token": "secret", "session_id": r.SessionID, "seq": 1}})
+	if f := c2.Next(); f.Op != opInvalidSession || string(f.D) != "false" {
 		t.Fatalf("resume after the window: %s", f.Raw)
 	}
 }
@@ -580,14 +473,14 @@ func TestGatewayInvalidSessionKnob(t *testing.T) {
 			s, srv := startFake(t, Options{})
 			c, r, _ := connect(t, gatewayURL(t, srv))
 			s.InvalidateSessions(resumable)
-			if f := c.next(); f.Op != opInvalidSession || string(f.D) != strconv.FormatBool(resumable) {
+			if f := c.Next(); f.Op != opInvalidSession || string(f.D) != strconv.FormatBool(resumable) {
 				t.Fatalf("%s", f.Raw)
 			}
-			_ = c.ws.CloseNow()
-			c2 := dialRaw(t, r.ResumeGatewayURL+"?v=10&encoding=json")
-			c2.must()
-			c2.send(map[string]any{"op": opResume, "d": map[string]any{"token": "secret", "session_id": r.SessionID, "seq": 1 + len(r.Guilds)}})
-			f := c2.next()
+			_ = c.Conn.CloseNow()
+			c2 := fakediscordtest.Dial(t, r.ResumeGatewayURL+"?v=10&encoding=json")
+			c2.Must()
+			c2.Send(map[string]any{"op": opResume, "d": map[string]any{"token": "secret", "session_id": r.SessionID, "seq": 1 + len(r.Guilds)}})
+			f := c2.Next()
 			if resumable && f.T != "RESUMED" || !resumable && f.Op != opInvalidSession {
 				t.Fatalf("resume after op 9 d=%t: %s", resumable, f.Raw)
 			}
@@ -626,11 +519,11 @@ func TestDeleteSeenEverywhere(t *testing.T) {
 	resp.Body.Close()
 
 	var d messageData
-	f := c.next()
+	f := c.Next()
 	if err := json.Unmarshal(f.D, &d); err != nil || f.T != "MESSAGE_DELETE" || d.ID != strconv.FormatUint(msgs[0].ID, 10) || d.ChannelID != ch || d.GuildID != g {
 		t.Fatalf("%s, want MESSAGE_DELETE of %d", f.Raw, msgs[0].ID)
 	}
-	f = c.next()
+	f = c.Next()
 	if err := json.Unmarshal(f.D, &d); err != nil || f.T != "MESSAGE_DELETE_BULK" || len(d.IDs) != 2 || d.IDs[0] != strconv.FormatUint(msgs[1].ID, 10) {
 		t.Fatalf("%s, want MESSAGE_DELETE_BULK", f.Raw)
 	}
@@ -706,7 +599,7 @@ func TestGatewayControlEndpoints(t *testing.T) {
 		}
 		resp.Body.Close()
 		if tt.op >= 0 {
-			if f := c.next(); f.Op != tt.op {
+			if f := c.Next(); f.Op != tt.op {
 				t.Fatalf("%s: %s, want op %d", tt.path, f.Raw, tt.op)
 			}
 		}
@@ -716,7 +609,7 @@ func TestGatewayControlEndpoints(t *testing.T) {
 		t.Fatalf("drop: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	if _, err := c.read(); err == nil {
+	if _, err := c.Read(); err == nil {
 		t.Fatal("the connection survived /_fake/gateway/drop")
 	}
 }
@@ -732,18 +625,18 @@ func TestGatewayCloseCodeEndsSession(t *testing.T) {
 			s, srv := startFake(t, Options{})
 			c, r, _ := connect(t, gatewayURL(t, srv))
 			if tt.code == -1 {
-				_ = c.ws.CloseNow()
+				_ = c.Conn.CloseNow()
 			} else {
-				_ = c.ws.Close(tt.code, "bye")
+				_ = c.Conn.Close(tt.code, "bye")
 			}
 			deadline := time.Now().Add(5 * time.Second)
 			for s.GatewayStats().Open > 0 && time.Now().Before(deadline) {
 				time.Sleep(time.Millisecond)
 			}
-			c2 := dialRaw(t, r.ResumeGatewayURL+"?v=10&encoding=json")
-			c2.must()
-			c2.send(map[string]any{"op": opResume, "d": map[string]any{"token": "secret", "session_id": r.SessionID, "seq": 1 + len(r.Guilds)}})
-			f := c2.next()
+			c2 := fakediscordtest.Dial(t, r.ResumeGatewayURL+"?v=10&encoding=json")
+			c2.Must()
+			c2.Send(map[string]any{"op": opResume, "d": map[string]any{"token": "secret", "session_id": r.SessionID, "seq": 1 + len(r.Guilds)}})
+			f := c2.Next()
 			if tt.resumable && f.T != "RESUMED" || !tt.resumable && (f.Op != opInvalidSession || string(f.D) != "false") {
 				t.Fatalf("resume after closing with %d: %s", tt.code, f.Raw)
 			}
@@ -755,7 +648,7 @@ func TestGatewayCloseCodeEndsSession(t *testing.T) {
 // come (its socket full) still has every heartbeat it sends read, so that its session does not
 // time out while it beats; the ACKs wait behind the backlog.
 func TestGatewayHeartbeatsReadBehindABacklog(t *testing.T) {
-	clock := &manualClock{t: time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC)}
+	clock := testutil.NewClock(time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC))
 	const interval = 300 * time.Millisecond
 	s, srv := startFake(t, Options{Guilds: 2, MessageRate: 2000, Clock: clock.Now,
 		Gateway: GatewayOptions{HeartbeatInterval: interval, ResumeWindow: time.Hour}})
@@ -765,7 +658,7 @@ func TestGatewayHeartbeatsReadBehindABacklog(t *testing.T) {
 	go func() {
 		defer close(sent)
 		for i := range beats {
-			c.send(map[string]any{"op": opHeartbeat, "d": i + 1})
+			c.Send(map[string]any{"op": opHeartbeat, "d": i + 1})
 			time.Sleep(interval)
 		}
 	}()

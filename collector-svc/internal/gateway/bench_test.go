@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"forumstats.local/collector-svc/internal/fakediscord"
+	"forumstats.local/collector-svc/internal/fakediscord/fakediscordtest"
 )
 
 // replaySession makes a fake whose one session holds many dispatches: a bare client identifies,
@@ -20,35 +19,22 @@ import (
 func replaySession(b *testing.B) (e *env, sessionID, resumeURL string, last int64) {
 	e = newEnv(b, fakediscord.Options{Guilds: 3, MessageRate: 5000,
 		Gateway: fakediscord.GatewayOptions{HeartbeatInterval: time.Hour, ReplayLimit: 1 << 22}})
-	ctx := context.Background()
-	ws, _, err := websocket.Dial(ctx, strings.Replace(e.srv.URL, "http://", "ws://", 1)+"/gateway?v=10&encoding=json", nil)
-	if err != nil {
-		b.Fatal(err)
+	c := fakediscordtest.Dial(b, strings.Replace(e.srv.URL, "http://", "ws://", 1)+"/gateway?v=10&encoding=json")
+	if hello := c.Must(); hello.Op != opHello {
+		b.Fatalf("first payload %s, want HELLO", hello.Raw)
 	}
-	ws.SetReadLimit(1 << 20)
-	if _, _, err := ws.Read(ctx); err != nil { // HELLO
-		b.Fatal(err)
-	}
-	identify, _ := json.Marshal(map[string]any{"op": opIdentify, "d": map[string]any{"token": "secret", "intents": DefaultIntents}})
-	if err := ws.Write(ctx, websocket.MessageText, identify); err != nil {
-		b.Fatal(err)
-	}
-	_, data, err := ws.Read(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	c.Send(map[string]any{"op": opIdentify, "d": map[string]any{"token": "secret", "intents": DefaultIntents}})
+	f := c.Next()
 	var ready struct {
-		D struct {
-			SessionID string `json:"session_id"`
-			ResumeURL string `json:"resume_gateway_url"`
-		} `json:"d"`
+		SessionID string `json:"session_id"`
+		ResumeURL string `json:"resume_gateway_url"`
 	}
-	if err := json.Unmarshal(data, &ready); err != nil || ready.D.SessionID == "" {
-		b.Fatalf("READY %s: %v", data, err)
+	if err := json.Unmarshal(f.D, &ready); err != nil || f.T != "READY" || ready.SessionID == "" {
+		b.Fatalf("after IDENTIFY %s, want READY: %v", f.Raw, err)
 	}
-	_ = ws.CloseNow()
+	_ = c.Conn.CloseNow()
 	e.advance(10 * time.Minute)
-	return e, ready.D.SessionID, ready.D.ResumeURL, e.fake.GatewayStats().Dispatched
+	return e, ready.SessionID, ready.ResumeURL, e.fake.GatewayStats().Dispatched
 }
 
 // BenchmarkReplayBare is the floor: a bare coder/websocket reader that decodes only op, s and t.
@@ -57,21 +43,15 @@ func BenchmarkReplayBare(b *testing.B) {
 	ctx := context.Background()
 	var total int64
 	for b.Loop() {
-		ws, _, err := websocket.Dial(ctx, resumeURL+"?v=10&encoding=json", nil)
-		if err != nil {
-			b.Fatal(err)
+		c := fakediscordtest.Dial(b, resumeURL+"?v=10&encoding=json")
+		if hello := c.Must(); hello.Op != opHello {
+			b.Fatalf("first payload %s, want HELLO", hello.Raw)
 		}
-		ws.SetReadLimit(1 << 20)
-		if _, _, err := ws.Read(ctx); err != nil {
-			b.Fatal(err)
-		}
-		resume, _ := json.Marshal(map[string]any{"op": opResume, "d": map[string]any{"token": "secret", "session_id": session, "seq": 1}})
-		if err := ws.Write(ctx, websocket.MessageText, resume); err != nil {
-			b.Fatal(err)
-		}
+		c.Send(map[string]any{"op": opResume, "d": map[string]any{"token": "secret", "session_id": session, "seq": 1}})
+		// The replay is read straight off the connection, decoding only op, s and t: the floor.
 		var n int64
 		for {
-			_, data, err := ws.Read(ctx)
+			_, data, err := c.Conn.Read(ctx)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -90,7 +70,7 @@ func BenchmarkReplayBare(b *testing.B) {
 				break
 			}
 		}
-		_ = ws.CloseNow()
+		_ = c.Conn.CloseNow()
 		if n != last {
 			b.Fatalf("%d dispatches up to RESUMED at seq %d", n, last+1)
 		}

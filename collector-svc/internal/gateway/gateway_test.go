@@ -14,38 +14,21 @@ import (
 	promtest "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"forumstats.local/collector-svc/internal/fakediscord"
+	"forumstats.local/shared/testutil"
 )
-
-// clock is the fake's virtual clock, which the tests move.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // env is a fake Discord with a virtual clock and fast timings.
 type env struct {
 	t     testing.TB
 	fake  *fakediscord.Server
 	srv   *httptest.Server
-	clock *clock
+	clock *testutil.Clock
 	start time.Time
 }
 
 func newEnv(t testing.TB, opts fakediscord.Options) *env {
 	t.Helper()
-	c := &clock{t: time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC)}
+	c := testutil.NewClock(time.Date(2026, 11, 20, 15, 0, 0, 0, time.UTC))
 	opts.Token = "secret"
 	opts.Clock = c.Now
 	if opts.MessageRate == 0 {

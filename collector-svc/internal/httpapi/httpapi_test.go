@@ -4,16 +4,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http/httptest"
-	"os"
-	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"forumstats.local/shared/server"
+	"forumstats.local/shared/testutil/doctest"
 )
 
 // The probes answer; every refusal is {"error": code} in JSON, HEAD's without a body.
@@ -50,43 +47,14 @@ func TestAnswers(t *testing.T) {
 	}
 }
 
-// readmeRow is a row of the error list of collector-svc/README.md: | status | `code` | when |.
-var readmeRow = regexp.MustCompile("(?m)^\\| (\\d{3}) \\| `([a-z_]+)` \\|")
-
 // TestREADMEErrorsMatchTable: the error list of collector-svc/README.md (section "HTTP") holds
 // exactly the table's answers, in both directions.
 func TestREADMEErrorsMatchTable(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(b)
-	i := strings.Index(text, "\n## HTTP")
-	if i < 0 {
-		t.Fatal(`collector-svc/README.md has no "## HTTP"`)
-	}
-	text = text[i+1:]
-	if j := strings.Index(text, "\n## "); j >= 0 {
-		text = text[:j]
-	}
-	listed := map[string]bool{}
-	for _, m := range readmeRow.FindAllStringSubmatch(text, -1) {
-		listed[m[1]+" "+m[2]] = true
-	}
 	table := []string{strconv.Itoa(specInternal.status) + " " + specInternal.code}
 	for _, s := range statusTable {
 		table = append(table, strconv.Itoa(s.status)+" "+s.code)
 	}
-	for _, a := range slices.Sorted(maps.Keys(listed)) {
-		if !slices.Contains(table, a) {
-			t.Errorf("the README lists %q, which the error table does not answer", a)
-		}
-	}
-	for _, a := range table {
-		if !listed[a] {
-			t.Errorf("the README lacks %q, which the error table answers", a)
-		}
-	}
+	doctest.Diff(t, "collector-svc/README.md's error list", doctest.ErrorRows(doctest.Section(t, "../../README.md", "## HTTP")), table)
 	if len(allCodes()) != len(table) {
 		t.Errorf("a code with two statuses: %v", table)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,7 +12,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"forumstats.local/shared/migrate"
+	"forumstats.local/shared/migrate/migratetest"
 	"forumstats.local/shared/reports"
 	"forumstats.local/shared/testutil"
 )
@@ -22,18 +21,7 @@ func TestMain(m *testing.M) { testutil.Run(m) }
 
 // both runs fn against a fresh PostgreSQL database and a fresh SQLite file.
 func both(t *testing.T, fn func(t *testing.T, gdb *gorm.DB)) {
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		fn(t, testutil.OpenDB(t, testutil.NewDatabase(t, reports.Migrations)))
-	})
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		gdb := testutil.OpenDB(t, "sqlite:"+filepath.Join(t.TempDir(), "stats.db"))
-		if _, err := migrate.Up(context.Background(), gdb, reports.Migrations); err != nil {
-			t.Fatal(err)
-		}
-		fn(t, gdb)
-	})
+	migratetest.Dialects(t, reports.Migrations, fn)
 }
 
 var ctx = context.Background()

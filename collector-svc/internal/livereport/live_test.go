@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,7 +19,7 @@ import (
 	"forumstats.local/collector-svc/internal/fakediscord"
 	"forumstats.local/collector-svc/internal/live"
 	"forumstats.local/collector-svc/internal/store"
-	"forumstats.local/shared/migrate"
+	"forumstats.local/shared/migrate/migratetest"
 	"forumstats.local/shared/reports"
 	"forumstats.local/shared/testutil"
 )
@@ -31,18 +30,7 @@ var ctx = context.Background()
 
 // both runs fn against a fresh PostgreSQL database and a fresh SQLite file.
 func both(t *testing.T, fn func(t *testing.T, gdb *gorm.DB)) {
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		fn(t, testutil.OpenDB(t, testutil.NewDatabase(t, reports.Migrations)))
-	})
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		gdb := testutil.OpenDB(t, "sqlite:"+filepath.Join(t.TempDir(), "stats.db"))
-		if _, err := migrate.Up(ctx, gdb, reports.Migrations); err != nil {
-			t.Fatal(err)
-		}
-		fn(t, gdb)
-	})
+	migratetest.Dialects(t, reports.Migrations, fn)
 }
 
 // rig is one collector process counting the fake's one server live: the events of the fake's

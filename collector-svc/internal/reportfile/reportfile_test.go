@@ -15,8 +15,8 @@ import (
 	"forumstats.local/shared/reports"
 )
 
-// valid is the contract's example, plus a banner-less guild, a stale error-less report and
-// refreshMinutes.
+// valid is the example of collector-svc/README.md ("Import and export file"), plus a
+// banner-less guild, a stale error-less report and refreshMinutes.
 const valid = `{
   "refreshMinutes": 15,
   "catalog": [{"number": 1, "name": "Alpha", "guildId": "81384788765712384"}],

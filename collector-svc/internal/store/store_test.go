@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -12,7 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"forumstats.local/collector-svc/internal/catalog"
-	"forumstats.local/shared/migrate"
+	"forumstats.local/shared/migrate/migratetest"
 	sharedrdb "forumstats.local/shared/rdb"
 	"forumstats.local/shared/reports"
 	"forumstats.local/shared/testutil"
@@ -21,26 +20,14 @@ import (
 func TestMain(m *testing.M) { testutil.Run(m) }
 
 // newPG opens a fresh, migrated PostgreSQL database for one test.
-func newPG(t *testing.T) *gorm.DB {
-	t.Helper()
-	return testutil.OpenDB(t, testutil.NewDatabase(t, reports.Migrations))
-}
+func newPG(t *testing.T) *gorm.DB { return migratetest.Postgres(t, reports.Migrations) }
 
 // newSQLite opens a fresh, migrated SQLite database for one test.
-func newSQLite(t *testing.T) *gorm.DB {
-	t.Helper()
-	ctx := context.Background()
-	gdb := testutil.OpenDB(t, "sqlite:"+filepath.Join(t.TempDir(), "stats.db"))
-	if _, err := migrate.Up(ctx, gdb, reports.Migrations); err != nil {
-		t.Fatal(err)
-	}
-	return gdb
-}
+func newSQLite(t *testing.T) *gorm.DB { return migratetest.SQLite(t, reports.Migrations) }
 
 // both runs fn against PostgreSQL and SQLite.
 func both(t *testing.T, fn func(t *testing.T, gdb *gorm.DB)) {
-	t.Run("postgres", func(t *testing.T) { t.Parallel(); fn(t, newPG(t)) })
-	t.Run("sqlite", func(t *testing.T) { t.Parallel(); fn(t, newSQLite(t)) })
+	migratetest.Dialects(t, reports.Migrations, fn)
 }
 
 func generation(t *testing.T, gdb *gorm.DB) int64 {

@@ -212,6 +212,13 @@ func TestBadConfiguration(t *testing.T) {
 	for _, c := range []struct{ env, want string }{
 		{"RATE_LIMIT_PER_MINUTE=lots", "RATE_LIMIT_PER_MINUTE"},
 		{"DATABASE_URL=mysql://x", "DATABASE_URL"},
+		{"WEBHOOK_CONCURRENCY=65", "WEBHOOK_CONCURRENCY must be from 0 to 64"},
+		{"WEBHOOK_RETRY_MIN=1ms", "WEBHOOK_RETRY_MIN must be from 100ms to 1h0m0s"},
+		{"WEBHOOK_RETRY_MAX=200ms", "WEBHOOK_RETRY_MAX (200ms) must not be below WEBHOOK_RETRY_MIN (5s)"},
+		{"WEBHOOK_RETRY_WINDOW=0s", "WEBHOOK_RETRY_WINDOW"},
+		{"WEBHOOK_TIMEOUT=2m", "WEBHOOK_TIMEOUT must be from 100ms to 1m0s"},
+		{"WEBHOOK_POLL_INTERVAL=soon", "WEBHOOK_POLL_INTERVAL"},
+		{"WEBHOOK_ALLOW_PRIVATE=maybe", "WEBHOOK_ALLOW_PRIVATE"},
 	} {
 		cmd := exec.Command(os.Args[0], "migrate")
 		cmd.Env = append(os.Environ(), "FORUM_SVC_RUN_MAIN=1", c.env)

@@ -25,6 +25,7 @@ import (
 	"forumstats.local/forum-svc/internal/conversation"
 	"forumstats.local/forum-svc/internal/httpapi"
 	"forumstats.local/forum-svc/internal/store"
+	"forumstats.local/forum-svc/internal/webhook"
 	"forumstats.local/forum-svc/migrations"
 	"forumstats.local/shared/backend"
 	"forumstats.local/shared/db"
@@ -52,6 +53,8 @@ type App struct {
 
 	backend *backend.Backend
 	reads   *db.Reads
+
+	webhooks *webhook.Worker // nil: this replica sends no webhook
 }
 
 // New builds the service: it opens the database (migrating it unless cfg.MigrateOnStart is
@@ -88,6 +91,9 @@ func (a *App) build(o options) error {
 	}
 	st.RouteReads(a.reads)
 	a.retries, a.backfill = st, st
+	if err := a.buildWebhooks(st, o); err != nil {
+		return err
+	}
 	rl := cfg.RateLimit
 	if rl == (ratelimit.Config{}) { // a Config built without LoadConfig: the defaults
 		rl = ratelimit.Config{PerMinute: DefaultRateLimit, Burst: ratelimit.DefaultBurst(DefaultRateLimit)}
@@ -123,12 +129,14 @@ func (a *App) build(o options) error {
 func (a *App) Handler() http.Handler { return a.handler }
 
 // Run serves the handler on cfg.HTTPAddr until ctx is done (`forum-svc serve`), sweeping the
-// expired Idempotency-Key answers every cfg.RetrySweepInterval meanwhile, and storing at once the
-// HTML of the messages written before message_parsed existed (backfill.go).
+// expired Idempotency-Key answers every cfg.RetrySweepInterval and sending the webhooks'
+// deliveries (webhooks.go) meanwhile, and storing at once the HTML of the messages written before
+// message_parsed existed (backfill.go).
 func (a *App) Run(ctx context.Context) error {
 	// The sweep ends before Run returns, so before Close closes the database, also when the
 	// server fails to start.
 	defer a.startSweep(ctx, a.cfg.RetrySweepInterval)()
+	defer a.startWebhooks(ctx)()
 	defer a.startBackfill(ctx)()
 	return server.Run(ctx, a.handler, a.cfg.HTTPAddr, a.cfg.HTTP, a.log)
 }

@@ -16,6 +16,7 @@ import (
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/seed"
 	"forumstats.local/forum-svc/internal/store"
+	"forumstats.local/forum-svc/internal/webhook"
 	"forumstats.local/shared/db"
 )
 
@@ -166,4 +167,111 @@ func SetOption(ctx context.Context, cfg Config, log *slog.Logger, name, value st
 		return "", fmt.Errorf("options set: %w", err)
 	}
 	return strconv.FormatInt(n, 10), nil
+}
+
+// NewWebhook is what `forum-svc webhook add` asks for.
+type NewWebhook struct {
+	URL    string
+	Events string // comma-separated
+	Secret string // "": a new random one
+}
+
+// AddWebhook runs `forum-svc webhook add`: it checks w, stores the webhook and returns its id
+// and secret.
+func AddWebhook(ctx context.Context, cfg Config, log *slog.Logger, w NewWebhook, now time.Time) (int64, string, error) {
+	if w.URL == "" {
+		return 0, "", errors.New("webhook add: --url is required")
+	}
+	if err := webhook.CheckURL(w.URL); err != nil {
+		return 0, "", fmt.Errorf("webhook add: %w", err)
+	}
+	events, err := webhook.ParseEvents(w.Events)
+	if err != nil {
+		return 0, "", fmt.Errorf("webhook add: %w", err)
+	}
+	secret := w.Secret
+	if secret == "" {
+		if secret, err = webhook.NewSecret(); err != nil {
+			return 0, "", err
+		}
+	} else if _, err := webhook.ParseSecret(secret); err != nil {
+		return 0, "", fmt.Errorf("webhook add: --secret: %w", err)
+	}
+	gdb, err := openDB(ctx, cfg.DatabaseURL, log, cfg.MigrateOnStart)
+	if err != nil {
+		return 0, "", err
+	}
+	defer db.Close(gdb)
+	id, err := webhook.Add(ctx, gdb, w.URL, events, secret, now)
+	if err != nil {
+		return 0, "", fmt.Errorf("webhook add: %w", err)
+	}
+	return id, secret, nil
+}
+
+// ListWebhooks runs `forum-svc webhook list`.
+func ListWebhooks(ctx context.Context, cfg Config, log *slog.Logger) ([]webhook.Webhook, error) {
+	gdb, err := openDB(ctx, cfg.DatabaseURL, log, cfg.MigrateOnStart)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close(gdb)
+	hooks, err := webhook.List(ctx, gdb)
+	if err != nil {
+		return nil, fmt.Errorf("webhook list: %w", err)
+	}
+	return hooks, nil
+}
+
+// DisableWebhook runs `forum-svc webhook disable ID`.
+func DisableWebhook(ctx context.Context, cfg Config, log *slog.Logger, id int64) error {
+	if id <= 0 {
+		return errors.New("webhook disable: the id must be a positive integer")
+	}
+	gdb, err := openDB(ctx, cfg.DatabaseURL, log, cfg.MigrateOnStart)
+	if err != nil {
+		return err
+	}
+	defer db.Close(gdb)
+	if err := webhook.Disable(ctx, gdb, id); err != nil {
+		return fmt.Errorf("webhook disable: %w", err)
+	}
+	return nil
+}
+
+// WebhookDeliveries runs `forum-svc webhook deliveries --webhook N`: its newest deliveries, at
+// most limit.
+func WebhookDeliveries(ctx context.Context, cfg Config, log *slog.Logger, id int64, limit int) ([]webhook.Delivery, error) {
+	if id <= 0 {
+		return nil, errors.New("webhook deliveries: --webhook must be a positive integer")
+	}
+	if limit < 1 || limit > 10000 {
+		return nil, errors.New("webhook deliveries: --limit must be from 1 to 10000")
+	}
+	gdb, err := openDB(ctx, cfg.DatabaseURL, log, cfg.MigrateOnStart)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close(gdb)
+	ds, err := webhook.Deliveries(ctx, gdb, id, limit)
+	if err != nil {
+		return nil, fmt.Errorf("webhook deliveries: %w", err)
+	}
+	return ds, nil
+}
+
+// Redeliver runs `forum-svc webhook redeliver --delivery N`.
+func Redeliver(ctx context.Context, cfg Config, log *slog.Logger, id int64, now time.Time) error {
+	if id <= 0 {
+		return errors.New("webhook redeliver: --delivery must be a positive integer")
+	}
+	gdb, err := openDB(ctx, cfg.DatabaseURL, log, cfg.MigrateOnStart)
+	if err != nil {
+		return err
+	}
+	defer db.Close(gdb)
+	if err := webhook.Redeliver(ctx, gdb, id, now); err != nil {
+		return fmt.Errorf("webhook redeliver: %w", err)
+	}
+	return nil
 }

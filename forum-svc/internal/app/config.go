@@ -46,6 +46,8 @@ type Config struct {
 	// RetrySweepInterval is the pause between two sweeps of the expired Idempotency-Key answers
 	// (IDEMPOTENCY_SWEEP_INTERVAL; 0: no sweep).
 	RetrySweepInterval time.Duration
+	// Webhooks tunes the delivery of webhooks (WEBHOOK_*).
+	Webhooks WebhookConfig
 }
 
 // DefaultRetrySweepInterval is IDEMPOTENCY_SWEEP_INTERVAL's default.
@@ -54,7 +56,8 @@ const DefaultRetrySweepInterval = 10 * time.Minute
 // LoadConfig reads the environment: the common variables, RATE_LIMIT_PER_MINUTE (default 600),
 // RATE_LIMIT_BURST (default a tenth of the minute's allowance, at least 1), AUTH_FAILURES_PER_MINUTE
 // (default 30), AUTH_FAILURES_BURST (default 10), AUTH_KEY_LOOKUPS_PER_SECOND (default 100),
-// DATABASE_READ_URL, READ_PRIMARY_AFTER_WRITE and IDEMPOTENCY_SWEEP_INTERVAL.
+// DATABASE_READ_URL, READ_PRIMARY_AFTER_WRITE, IDEMPOTENCY_SWEEP_INTERVAL and the WEBHOOK_ variables
+// (loadWebhookConfig).
 func LoadConfig() (Config, error) {
 	common, err := config.LoadCommon(DefaultAddr, DefaultDatabaseURL)
 	if err != nil {
@@ -106,7 +109,11 @@ func LoadConfig() (Config, error) {
 	if sweep != 0 && (sweep < time.Second || sweep > 24*time.Hour) {
 		return Config{}, fmt.Errorf("IDEMPOTENCY_SWEEP_INTERVAL must be 0 (off) or from 1s to 24h, not %v", sweep)
 	}
+	hooks, err := loadWebhookConfig()
+	if err != nil {
+		return Config{}, err
+	}
 	return Config{Common: common, RateLimit: rl, AuthFailures: failures, KeyLookupsPerSecond: lookups,
 		DatabaseReadURL:   config.String("DATABASE_READ_URL", ""),
-		PrimaryAfterWrite: pin, RetrySweepInterval: sweep}, nil
+		PrimaryAfterWrite: pin, RetrySweepInterval: sweep, Webhooks: hooks}, nil
 }

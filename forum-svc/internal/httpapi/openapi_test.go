@@ -3,12 +3,13 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/labstack/echo/v4"
+
+	"forumstats.local/shared/testutil/doctest"
 )
 
 func loadDoc(t *testing.T) map[string]any {
@@ -153,37 +154,13 @@ func TestOpenAPIRefsResolve(t *testing.T) {
 
 // Every error code the service can answer with is named, in backticks, where the READMEs list the
 // errors: forum-svc/README.md's sections "Authentication, errors and reading" and "The
-// conversations API", and the forum-svc part of the repository's README.md ("### forum-svc" up
-// to the next "###").
+// conversations API", and the forum-svc part of the repository's README.md.
 func TestREADMEsNameEveryErrorCode(t *testing.T) {
-	section := func(path, start string) string {
-		t.Helper()
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		text := string(b)
-		i := strings.Index(text, start)
-		if i < 0 {
-			t.Fatalf("%s has no %q", path, start)
-		}
-		text = text[i+len(start):]
-		level := strings.Repeat("#", strings.Count(strings.Fields(start)[0], "#"))
-		if j := strings.Index(text, "\n"+level+" "); j >= 0 {
-			text = text[:j]
-		}
-		return text
-	}
-	docs := map[string]string{
-		"forum-svc/README.md": section("../../README.md", "\n## Authentication, errors and reading") +
-			section("../../README.md", "\n## The conversations API"),
-		"README.md": section("../../../README.md", "\n### forum-svc"),
-	}
-	for name, text := range docs {
-		for _, c := range allCodes() {
-			if !strings.Contains(text, "`"+c+"`") {
-				t.Errorf("%s does not name the error code `%s` where it lists the errors", name, c)
-			}
-		}
+	for name, text := range map[string]string{
+		"forum-svc/README.md": doctest.Section(t, "../../README.md", "## Authentication, errors and reading") +
+			doctest.Section(t, "../../README.md", "## The conversations API"),
+		"README.md's forum-svc part": doctest.Section(t, "../../../README.md", "### forum-svc"),
+	} {
+		doctest.NamesEveryCode(t, name, text, allCodes())
 	}
 }

@@ -329,28 +329,6 @@ func fillAttachments(q *gorm.DB, messages []conversation.MessageRow, ids []int64
 	return nil
 }
 
-// AttachmentCounts returns how many attachments each of the messages holds (absent: none), in
-// one query.
-func (s *Store) AttachmentCounts(ctx context.Context, messageIDs []int64) (map[int64]int64, error) {
-	out := map[int64]int64{}
-	if len(messageIDs) == 0 {
-		return out, nil
-	}
-	var rows []struct {
-		MessageID int64
-		N         int64
-	}
-	err := s.db.WithContext(ctx).Raw(`SELECT message_id, COUNT(*) AS n FROM attachments WHERE message_id IN ? GROUP BY message_id`,
-		messageIDs).Scan(&rows).Error
-	if err != nil {
-		return nil, fmt.Errorf("count attachments: %w", err)
-	}
-	for _, r := range rows {
-		out[r.MessageID] = r.N
-	}
-	return out, nil
-}
-
 // AttachmentKeySweepBatch is how many keys one statement of SweepAttachmentKeys deletes at most:
 // each takes its unattached files and their chunks with it (up to attachmentMaxPerMessage files
 // of 40 chunks at the default limits), so a batch is far smaller than the answers'.

@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"forumstats.local/forum-svc/internal/conversation"
+	"forumstats.local/forum-svc/internal/event"
 	"forumstats.local/shared/db"
 )
 
@@ -68,6 +69,12 @@ ON CONFLICT (message_id, user_id) DO UPDATE SET reaction_id = excluded.reaction_
 			if err := tx.Exec(`UPDATE conversation_messages SET reaction_score = reaction_score + ? WHERE message_id = ?`,
 				change.Delta, r.MessageID).Error; err != nil {
 				return nil, 0, fmt.Errorf("update reaction score: %w", err)
+			}
+		}
+		if change.Store != current {
+			if err := s.recordForParticipants(tx, event.Change{Type: event.TypeReactionChanged, ConversationID: conversationID,
+				MessageID: r.MessageID, ActorID: r.UserID, At: r.Date}); err != nil {
+				return nil, 0, err
 			}
 		}
 		body, err := answer(change.Action)

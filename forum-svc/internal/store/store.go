@@ -23,6 +23,7 @@ import (
 	"forumstats.local/forum-svc/internal/attachment"
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/conversation"
+	"forumstats.local/forum-svc/internal/event"
 	"forumstats.local/shared/db"
 )
 
@@ -34,6 +35,10 @@ type Store struct {
 	reads *db.Reads
 	// pgPage is pageSQL as PostgreSQL takes it, rendered by GORM once ("": not PostgreSQL).
 	pgPage string
+	// recorders take every write's changes inside its transaction (AddRecorder).
+	recorders []Recorder
+	// now dates the changes of writes whose input has no date; nil: time.Now.
+	now func() time.Time
 }
 
 var (
@@ -225,24 +230,29 @@ func recipients(q *gorm.DB, c *conversation.ConversationRow) error {
 // MarkRead implements conversation.Store.
 func (s *Store) MarkRead(ctx context.Context, conversationID, userID, date int64) error {
 	defer s.pinWriter(userID)()
-	return s.updateReadState(ctx, markReadSQL, date, date, conversationID, userID)
+	return s.updateReadState(ctx, conversationID, userID, markReadSQL, date, date, conversationID, userID)
 }
 
 // MarkUnread implements conversation.Store.
 func (s *Store) MarkUnread(ctx context.Context, conversationID, userID int64) error {
 	defer s.pinWriter(userID)()
-	return s.updateReadState(ctx, markUnreadSQL, conversationID, userID)
+	return s.updateReadState(ctx, conversationID, userID, markUnreadSQL, conversationID, userID)
 }
 
-func (s *Store) updateReadState(ctx context.Context, q string, args ...any) error {
-	res := s.db.WithContext(ctx).Exec(q, args...)
-	if res.Error != nil {
-		return fmt.Errorf("update read state: %w", res.Error)
-	}
-	if res.RowsAffected == 0 { // no participant row: no such conversation for this user
-		return conversation.ErrConversationNotFound
-	}
-	return nil
+// updateReadState runs q, a change of the user's read state, and records it for that user only
+// (their other devices), even when the date did not move: the change is what the user asked.
+func (s *Store) updateReadState(ctx context.Context, conversationID, userID int64, q string, args ...any) error {
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Exec(q, args...)
+		if res.Error != nil {
+			return fmt.Errorf("update read state: %w", res.Error)
+		}
+		if res.RowsAffected == 0 { // no participant row: no such conversation for this user
+			return conversation.ErrConversationNotFound
+		}
+		return s.record(tx, event.Change{Type: event.TypeReadStateChanged, ConversationID: conversationID,
+			ActorID: userID, UserIDs: []int64{userID}, At: s.nowUnix()})
+	})
 }
 
 // LookupKey implements auth.Store. A key the replica does not have is looked up on the

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"forumstats.local/forum-svc/internal/conversation"
+	"forumstats.local/forum-svc/internal/event"
 	"forumstats.local/shared/db"
 )
 
@@ -148,6 +149,12 @@ VALUES (?, ?, ?, ?, ?, 1) RETURNING message_id`, id, c.StarterID, c.Message, c.P
 		if err := addParticipants(tx, id, c.Recipients, 0, c.Date); err != nil {
 			return nil, 0, err
 		}
+		users := append([]int64{c.StarterID}, c.Recipients...)
+		slices.Sort(users)
+		if err := s.record(tx, event.Change{Type: event.TypeConversationCreated, ConversationID: id, MessageID: messageID,
+			ActorID: c.StarterID, UserIDs: users, At: c.Date}); err != nil {
+			return nil, 0, err
+		}
 		row, err := conversationOn(tx, id, c.StarterID)
 		if err != nil {
 			return nil, 0, err
@@ -193,6 +200,11 @@ WHERE conversation_id = ?`, messageID, r.Date, r.ConversationID).Error; err != n
     WHEN last_read_date >= ? THEN CAST(? AS BIGINT) - 1
     ELSE last_read_date END
 WHERE conversation_id = ?`, r.Date, stateLeft, stateIn, r.UserID, r.Date, r.Date, r.Date, r.Date, r.ConversationID).Error; err != nil {
+			return nil, 0, err
+		}
+		// After the update: those it brought back see it too.
+		if err := s.recordForParticipants(tx, event.Change{Type: event.TypeMessageCreated, ConversationID: r.ConversationID,
+			MessageID: messageID, ActorID: r.UserID, At: r.Date}); err != nil {
 			return nil, 0, err
 		}
 		m, c, err := messageOn(tx, messageID, r.UserID)
@@ -244,6 +256,10 @@ func (s *Store) EditMessage(ctx context.Context, e conversation.MessageEdit) (m 
 		if err := attach(tx, e.AttachmentKey, e.UserID, conversationID, e.MessageID, false); err != nil {
 			return err
 		}
+		if err := s.recordForParticipants(tx, event.Change{Type: event.TypeMessageUpdated, ConversationID: conversationID,
+			MessageID: e.MessageID, ActorID: e.UserID, At: e.Date}); err != nil {
+			return err
+		}
 		m, c, err = messageOn(tx, e.MessageID, e.UserID)
 		return err
 	})
@@ -275,6 +291,10 @@ func (s *Store) UpdateConversation(ctx context.Context, conversationID, userID i
 			if err := tx.Table("conversations").Where("conversation_id = ?", conversationID).Updates(set).Error; err != nil {
 				return err
 			}
+			if err := s.recordForParticipants(tx, event.Change{Type: event.TypeConversationUpdated,
+				ConversationID: conversationID, ActorID: userID, At: s.nowUnix()}); err != nil {
+				return err
+			}
 		}
 		c, err = conversationOn(tx, conversationID, userID)
 		return err
@@ -297,6 +317,11 @@ func (s *Store) Leave(ctx context.Context, conversationID, userID int64, ignore 
 			state, conversationID, userID).Error; err != nil {
 			return err
 		}
+		// For the leaver's own devices only: the others see no change when someone leaves.
+		if err := s.record(tx, event.Change{Type: event.TypeParticipantLeft, ConversationID: conversationID,
+			ActorID: userID, UserIDs: []int64{userID}, At: s.nowUnix()}); err != nil {
+			return err
+		}
 		var remaining int64
 		if err := tx.Raw(`SELECT COUNT(*) FROM conversation_participants WHERE conversation_id = ? AND left_state = 0`,
 			conversationID).Row().Scan(&remaining); err != nil {
@@ -309,6 +334,12 @@ func (s *Store) Leave(ctx context.Context, conversationID, userID int64, ignore 
 		// recorded Idempotency-Key answers (ON DELETE CASCADE, in this transaction).
 		return tx.Exec(`DELETE FROM conversations WHERE conversation_id = ?`, conversationID).Error
 	})
+}
+
+// member is a participant of a conversation, those who left included.
+type member struct {
+	UserID    int64
+	LeftState int
 }
 
 // Invite implements conversation.WriteStore.
@@ -328,14 +359,17 @@ func (s *Store) Invite(ctx context.Context, conversationID, userID int64, users 
 		if err := checkUsers(tx, users); err != nil {
 			return err
 		}
-		var members []int64
-		if err := tx.Raw(`SELECT user_id FROM conversation_participants WHERE conversation_id = ?`, conversationID).
+		var members []member
+		if err := tx.Raw(`SELECT user_id, left_state FROM conversation_participants WHERE conversation_id = ? ORDER BY user_id`, conversationID).
 			Scan(&members).Error; err != nil {
 			return err
 		}
+		isMember := func(u int64) bool {
+			return slices.ContainsFunc(members, func(m member) bool { return m.UserID == u })
+		}
 		// Participants, those who left included, stay as they are: inviting only them changes
 		// nothing, even in a conversation over a since lowered maxRecipients.
-		added := slices.DeleteFunc(slices.Clone(users), func(u int64) bool { return slices.Contains(members, u) })
+		added := slices.DeleteFunc(slices.Clone(users), isMember)
 		if len(added) == 0 {
 			return nil
 		}
@@ -343,7 +377,21 @@ func (s *Store) Invite(ctx context.Context, conversationID, userID int64, users 
 		if recipients+int64(len(added)) > maxRecipients {
 			return &conversation.TooManyRecipientsError{Max: maxRecipients}
 		}
-		return addParticipants(tx, conversationID, added, 0, l.lastMessageDate)
+		if err := addParticipants(tx, conversationID, added, 0, l.lastMessageDate); err != nil {
+			return err
+		}
+		// The invited see a new conversation; those in it already, its new recipients.
+		at := s.nowUnix()
+		invited := slices.Sorted(slices.Values(added))
+		var present []int64
+		for _, m := range members {
+			if m.LeftState == stateIn {
+				present = append(present, m.UserID)
+			}
+		}
+		return s.record(tx,
+			event.Change{Type: event.TypeConversationCreated, ConversationID: conversationID, ActorID: userID, UserIDs: invited, At: at},
+			event.Change{Type: event.TypeConversationUpdated, ConversationID: conversationID, ActorID: userID, UserIDs: present, At: at})
 	})
 }
 
@@ -356,11 +404,19 @@ func (s *Store) Star(ctx context.Context, conversationID, userID int64, star *bo
 	}
 	args = append(args, conversationID, userID)
 	var starred bool
-	err := s.db.WithContext(ctx).Raw(`UPDATE conversation_participants SET `+set+`
+	err := s.tx(ctx, func(tx *gorm.DB) error {
+		err := tx.Raw(`UPDATE conversation_participants SET `+set+`
 WHERE conversation_id = ? AND user_id = ? AND left_state = 0 RETURNING starred`, args...).Row().Scan(&starred)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, conversation.ErrConversationNotFound
-	}
+		if errors.Is(err, sql.ErrNoRows) {
+			return conversation.ErrConversationNotFound
+		}
+		if err != nil {
+			return err
+		}
+		// A star is the user's own: their other devices see it, nobody else.
+		return s.record(tx, event.Change{Type: event.TypeConversationUpdated, ConversationID: conversationID,
+			ActorID: userID, UserIDs: []int64{userID}, At: s.nowUnix()})
+	})
 	return starred, err
 }
 

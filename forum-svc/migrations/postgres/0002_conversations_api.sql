@@ -1,4 +1,4 @@
--- The conversations API (issue 11): clients start conversations, reply, invite, leave and star.
+-- The conversations API: clients start conversations, reply, invite, leave and star.
 
 -- Ids of new conversations and messages come from the database, above every existing id: an
 -- identity column still takes the explicit ids of a seed file, which then moves the sequence past

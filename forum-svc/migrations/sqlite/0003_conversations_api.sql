@@ -1,4 +1,4 @@
--- The conversations API (issue 11): clients start conversations, reply, invite, leave and star.
+-- The conversations API: clients start conversations, reply, invite, leave and star.
 
 -- Ids of new conversations and messages: conversation_id and message_id are INTEGER PRIMARY KEY
 -- (the rowid), so an insert without one gets one above every existing id.

@@ -27,12 +27,39 @@ import (
 // tree to a new file, and returns both; they are closed and dropped when the test ends.
 func Databases(t testing.TB, set migrate.Set) (pg, lite *gorm.DB) {
 	t.Helper()
-	pg = testutil.OpenDB(t, testutil.NewDatabase(t, set))
-	lite = testutil.OpenDB(t, "sqlite:"+filepath.Join(t.TempDir(), set.Component+".db"))
+	return Postgres(t, set), SQLite(t, set)
+}
+
+// Postgres applies set's PostgreSQL tree to a new database on the test server and returns it,
+// closed and dropped when the test ends.
+func Postgres(t testing.TB, set migrate.Set) *gorm.DB {
+	t.Helper()
+	return testutil.OpenDB(t, testutil.NewDatabase(t, set))
+}
+
+// SQLite applies set's SQLite tree to a new file in the test's temporary directory and returns
+// it, closed when the test ends.
+func SQLite(t testing.TB, set migrate.Set) *gorm.DB {
+	t.Helper()
+	lite := testutil.OpenDB(t, "sqlite:"+filepath.Join(t.TempDir(), set.Component+".db"))
 	if _, err := migrate.Up(context.Background(), lite, set); err != nil {
 		t.Fatalf("sqlite migrations: %v", err)
 	}
-	return pg, lite
+	return lite
+}
+
+// Dialects runs fn as two parallel subtests, "postgres" and "sqlite", each over a new database
+// with set applied: code that runs the same on both dialects is tested on both.
+func Dialects(t *testing.T, set migrate.Set, fn func(t *testing.T, gdb *gorm.DB)) {
+	t.Helper()
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		fn(t, Postgres(t, set))
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		fn(t, SQLite(t, set))
+	})
 }
 
 // CompareTrees builds both trees of set and fails t with every difference between their schemas

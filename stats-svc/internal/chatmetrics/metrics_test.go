@@ -3,7 +3,6 @@ package chatmetrics_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,7 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"gorm.io/gorm"
 
-	"forumstats.local/shared/migrate"
+	"forumstats.local/shared/migrate/migratetest"
 	"forumstats.local/shared/reports"
 	tu "forumstats.local/shared/testutil"
 	"forumstats.local/stats-svc/internal/chatmetrics"
@@ -140,11 +139,7 @@ chat_server_info{guild_id="81384788765712384",name="Alpha",number="1"} 1
 // databases returns a freshly migrated and seeded database of each dialect.
 func databases(t *testing.T) map[string]*gorm.DB {
 	t.Helper()
-	pg := tu.OpenDB(t, tu.NewDatabase(t, reports.Migrations))
-	lite := tu.OpenDB(t, "sqlite:"+filepath.Join(t.TempDir(), "stats.db"))
-	if _, err := migrate.Up(context.Background(), lite, reports.Migrations); err != nil {
-		t.Fatal(err)
-	}
+	pg, lite := migratetest.Databases(t, reports.Migrations)
 	out := map[string]*gorm.DB{"postgres": pg, "sqlite": lite}
 	for _, gdb := range out {
 		seed(t, gdb)

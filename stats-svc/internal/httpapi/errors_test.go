@@ -4,12 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
+
+	"forumstats.local/shared/testutil/doctest"
 )
 
 // tableAnswers is every answer of the error table as "status code", sorted.
@@ -80,61 +79,14 @@ func documentedAnswers(t *testing.T) []string {
 // TestOpenAPIErrorsMatchTable: the error enums of the OpenAPI document's responses hold exactly
 // the table's answers, each code under the status the table gives it.
 func TestOpenAPIErrorsMatchTable(t *testing.T) {
-	diff(t, "openapi.json", documentedAnswers(t), tableAnswers())
+	doctest.Diff(t, "openapi.json", documentedAnswers(t), tableAnswers())
 }
-
-// readmeRow is a row of the error list of stats-svc/README.md: | status | `code` | when |.
-var readmeRow = regexp.MustCompile("(?m)^\\| (\\d{3}) \\| `([a-z_]+)` \\|")
 
 // TestREADMEErrorsMatchTable: the error list of stats-svc/README.md (section "Errors") holds
 // exactly the table's answers, and the repository's README names every code in its stats-svc
 // part.
 func TestREADMEErrorsMatchTable(t *testing.T) {
-	listed := map[string]bool{}
-	for _, m := range readmeRow.FindAllStringSubmatch(section(t, "../../README.md", "\n## Errors"), -1) {
-		status, _ := strconv.Atoi(m[1])
-		listed[fmt.Sprintf("%d %s", status, m[2])] = true
-	}
-	diff(t, "stats-svc/README.md's error list", slices.Sorted(maps.Keys(listed)), tableAnswers())
-	root := section(t, "../../../README.md", "\n### stats-svc")
-	for _, c := range allCodes() {
-		if !strings.Contains(root, "`"+c+"`") {
-			t.Errorf("README.md does not name the error code `%s` in its stats-svc part", c)
-		}
-	}
-}
-
-// section is the text of path from the heading start up to the next heading of its level.
-func section(t *testing.T, path, start string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(b)
-	i := strings.Index(text, start)
-	if i < 0 {
-		t.Fatalf("%s has no %q", path, start)
-	}
-	text = text[i+len(start):]
-	level := strings.Repeat("#", strings.Count(strings.Fields(start)[0], "#"))
-	if j := strings.Index(text, "\n"+level+" "); j >= 0 {
-		text = text[:j]
-	}
-	return text
-}
-
-// diff reports the answers of got that the table lacks, and those of the table that got lacks.
-func diff(t *testing.T, where string, got, table []string) {
-	t.Helper()
-	for _, a := range got {
-		if !slices.Contains(table, a) {
-			t.Errorf("%s has %q, which the error table does not answer", where, a)
-		}
-	}
-	for _, a := range table {
-		if !slices.Contains(got, a) {
-			t.Errorf("%s lacks %q, which the error table answers", where, a)
-		}
-	}
+	listed := doctest.ErrorRows(doctest.Section(t, "../../README.md", "## Errors"))
+	doctest.Diff(t, "stats-svc/README.md's error list", listed, tableAnswers())
+	doctest.NamesEveryCode(t, "README.md's stats-svc part", doctest.Section(t, "../../../README.md", "### stats-svc"), allCodes())
 }

@@ -1,0 +1,201 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"forumstats.local/forum-svc/internal/conversation"
+	"forumstats.local/forum-svc/internal/event"
+	"forumstats.local/forum-svc/internal/store"
+)
+
+// changeLog is a recorder that keeps every change it is given, and fails while fail is set.
+type changeLog struct {
+	mu      sync.Mutex
+	changes []event.Change
+	fail    error
+}
+
+func (l *changeLog) Record(tx *gorm.DB, changes []event.Change) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fail != nil {
+		return l.fail
+	}
+	l.changes = append(l.changes, changes...)
+	return nil
+}
+
+func (l *changeLog) take() []event.Change {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.changes
+	l.changes = nil
+	return c
+}
+
+func countMessages(t *testing.T, gdb *gorm.DB) int64 {
+	t.Helper()
+	var n int64
+	if err := gdb.Raw(`SELECT COUNT(*) FROM conversation_messages WHERE conversation_id = 10`).Row().Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func reply(st *store.Store, userID int64, text string) (conversation.Answer, error) {
+	return st.Reply(context.Background(), conversation.NewReply{ConversationID: 10, UserID: userID, Message: text, Parsed: text,
+		Date: 1_800_000_100}, nil, func(conversation.MessageRow, conversation.ConversationRow) ([]byte, error) { return nil, nil })
+}
+
+// A recorder's error rolls the write back: the reply is not stored, and the error is the write's.
+func TestFailingRecorderRollsBackReply(t *testing.T) {
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		t.Run(dialect, func(t *testing.T) {
+			st, gdb := reactStore(t, dialect, 3)
+			log := &changeLog{}
+			st.AddRecorder(log)
+			before := countMessages(t, gdb)
+			broken := errors.New("recorder broken")
+			log.fail = broken
+			if _, err := reply(st, 2, "lost"); !errors.Is(err, broken) {
+				t.Fatalf("reply with a failing recorder: err %v, want %v", err, broken)
+			}
+			if got := countMessages(t, gdb); got != before {
+				t.Fatalf("messages after the rolled-back reply: %d, want %d", got, before)
+			}
+			var count int64
+			if err := gdb.Raw(`SELECT message_count FROM conversations WHERE conversation_id = 10`).Row().Scan(&count); err != nil {
+				t.Fatal(err)
+			}
+			if count != before {
+				t.Fatalf("message_count %d after the rolled-back reply, want %d", count, before)
+			}
+			log.fail = nil
+			if _, err := reply(st, 2, "kept"); err != nil {
+				t.Fatal(err)
+			}
+			if got := countMessages(t, gdb); got != before+1 {
+				t.Fatalf("messages after the reply: %d, want %d", got, before+1)
+			}
+			if got := log.take(); len(got) != 1 || got[0].Type != event.TypeMessageCreated {
+				t.Fatalf("changes of the reply: %+v", got)
+			}
+		})
+	}
+}
+
+// Every write hands its recorders the changes it made, for the users who may see them.
+func TestWritesRecordTheirChanges(t *testing.T) {
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		t.Run(dialect, func(t *testing.T) {
+			ctx := context.Background()
+			// Users 1, 2, 3 in conversation 10 (1 its starter, the author of message 100); 4 in none.
+			st, _ := reactStore(t, dialect, 3)
+			log := &changeLog{}
+			st.AddRecorder(log)
+			now := time.Unix(1_800_000_500, 0)
+			st.SetClock(func() time.Time { return now })
+			check := func(name string, want ...event.Change) {
+				t.Helper()
+				got := log.take()
+				for i := range got {
+					if got[i].MessageID != 0 && want[i].MessageID == -1 {
+						want[i].MessageID = got[i].MessageID // a new message: its id is the store's
+					}
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("%s: changes\n got %+v\nwant %+v", name, got, want)
+				}
+			}
+			at := now.Unix()
+
+			a, err := reply(st, 2, "hello")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = a
+			check("reply", event.Change{Type: event.TypeMessageCreated, ConversationID: 10, MessageID: -1, ActorID: 2,
+				UserIDs: []int64{1, 2, 3}, At: 1_800_000_100})
+
+			if _, _, err := st.EditMessage(ctx, conversation.MessageEdit{MessageID: 100, UserID: 1, Text: "x", Parsed: "x",
+				Date: 1_800_000_200}); err != nil {
+				t.Fatal(err)
+			}
+			check("edit", event.Change{Type: event.TypeMessageUpdated, ConversationID: 10, MessageID: 100, ActorID: 1,
+				UserIDs: []int64{1, 2, 3}, At: 1_800_000_200})
+
+			if _, err := react(st, 3, 1); err != nil {
+				t.Fatal(err)
+			}
+			check("react", event.Change{Type: event.TypeReactionChanged, ConversationID: 10, MessageID: 100, ActorID: 3,
+				UserIDs: []int64{1, 2, 3}, At: 1})
+
+			title := "New"
+			if _, err := st.UpdateConversation(ctx, 10, 1, conversation.ConversationUpdate{Title: &title}); err != nil {
+				t.Fatal(err)
+			}
+			check("update", event.Change{Type: event.TypeConversationUpdated, ConversationID: 10, ActorID: 1,
+				UserIDs: []int64{1, 2, 3}, At: at})
+			if _, err := st.UpdateConversation(ctx, 10, 1, conversation.ConversationUpdate{}); err != nil {
+				t.Fatal(err)
+			}
+			check("empty update")
+
+			if err := st.MarkRead(ctx, 10, 2, 0); err != nil {
+				t.Fatal(err)
+			}
+			check("mark read", event.Change{Type: event.TypeReadStateChanged, ConversationID: 10, ActorID: 2, UserIDs: []int64{2}, At: at})
+			if err := st.MarkUnread(ctx, 10, 3); err != nil {
+				t.Fatal(err)
+			}
+			check("mark unread", event.Change{Type: event.TypeReadStateChanged, ConversationID: 10, ActorID: 3, UserIDs: []int64{3}, At: at})
+
+			if _, err := st.Star(ctx, 10, 3, nil); err != nil {
+				t.Fatal(err)
+			}
+			check("star", event.Change{Type: event.TypeConversationUpdated, ConversationID: 10, ActorID: 3, UserIDs: []int64{3}, At: at})
+
+			if err := st.Leave(ctx, 10, 3, false); err != nil {
+				t.Fatal(err)
+			}
+			check("leave", event.Change{Type: event.TypeParticipantLeft, ConversationID: 10, ActorID: 3, UserIDs: []int64{3}, At: at})
+
+			// 3 left: the invite's conversation_updated skips them; inviting 3 again changes nothing.
+			if err := st.Invite(ctx, 10, 1, []int64{4, 3}, 100); err != nil {
+				t.Fatal(err)
+			}
+			check("invite",
+				event.Change{Type: event.TypeConversationCreated, ConversationID: 10, ActorID: 1, UserIDs: []int64{4}, At: at},
+				event.Change{Type: event.TypeConversationUpdated, ConversationID: 10, ActorID: 1, UserIDs: []int64{1, 2}, At: at})
+
+			// A reply brings back 3, who left without ignoring.
+			if _, err := reply(st, 4, "back"); err != nil {
+				t.Fatal(err)
+			}
+			check("reply bringing back", event.Change{Type: event.TypeMessageCreated, ConversationID: 10, MessageID: -1, ActorID: 4,
+				UserIDs: []int64{1, 2, 3, 4}, At: 1_800_000_100})
+
+			var started conversation.ConversationRow
+			if _, err := st.StartConversation(ctx, conversation.NewConversation{StarterID: 4, Recipients: []int64{2, 1}, Title: "S",
+				Message: "m", Parsed: "m", Open: true, Date: 1_800_000_300}, nil,
+				func(c conversation.ConversationRow) ([]byte, error) { started = c; return nil, nil }); err != nil {
+				t.Fatal(err)
+			}
+			check("start", event.Change{Type: event.TypeConversationCreated, ConversationID: started.ConversationID,
+				MessageID: started.FirstMessageID, ActorID: 4, UserIDs: []int64{1, 2, 4}, At: 1_800_000_300})
+
+			// A refused write records nothing.
+			if _, err := reply(st, 9, "nobody"); !errors.Is(err, conversation.ErrConversationNotFound) {
+				t.Fatalf("reply of a non-participant: %v", err)
+			}
+			check("refused reply")
+		})
+	}
+}
