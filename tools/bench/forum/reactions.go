@@ -23,26 +23,32 @@ const (
 )
 
 // reactRoles are the statements forum-svc runs for POST conversation-messages/{id}/react without
-// an Idempotency-Key, in store.React's order: the message locked for a participant, the stored
-// reaction, then the insert (or the replacement) or the delete, the score, and commit.
+// an Idempotency-Key, in store.React's order: the message locked for a participant (its
+// conversation kept for the statements after it), the stored reaction, then the insert (or the
+// replacement) or the delete, the score, the change recorded for the webhooks (the conversation's
+// active participants, then the deliveries of the webhooks subscribed to it), and commit.
 func reactRoles() []role {
 	return withHousekeeping([]role{
 		{name: "begin", marker: "begin"},
-		{name: "lock the message", marker: "FOR UPDATE OF m", params: []string{":uid", ":msg"}},
+		{name: "lock the message", marker: "FOR UPDATE OF m", params: []string{":uid", ":msg"}, gset: true},
 		{name: "read the reaction", marker: "SELECT reaction_id FROM conversation_message_reactions", params: []string{":msg", ":uid"}},
 		{name: "insert the reaction", marker: "INSERT INTO conversation_message_reactions",
 			params: []string{":msg", ":uid", strconv.Itoa(reactionID), ":date"}},
 		{name: "delete the reaction", marker: "DELETE FROM conversation_message_reactions", params: []string{":msg", ":uid"}},
 		{name: "move the score", marker: "UPDATE conversation_messages SET reaction_score", params: []string{":delta", ":msg"}},
+		participantsRole(":conversation_id"),
+		enqueueRole(":conversation_id", ":msg", "reaction.changed"),
 		{name: "commit", marker: "commit"},
 	})
 }
 
-// reactScript is the pgbench script of a toggle: the stored reaction is read into reaction_id
-// (\aset leaves the 0 set before it when there is none), then the insert or the delete, as
-// conversation.ChangeReaction decides for a Like.
+// reactScript is the pgbench script of a toggle: the message locked (its user_id and
+// conversation_id kept by \gset), the stored reaction read into reaction_id (\aset leaves the 0
+// set before it when there is none), then the insert or the delete, as
+// conversation.ChangeReaction decides for a Like, and the rest in the store's order.
 func reactScript(statements []string, roles []role, firstMessage int64) (string, error) {
-	bound := make([]string, len(roles))
+	bound := map[string]string{}
+	var order []string
 	for i, r := range roles {
 		if r.cached {
 			continue
@@ -51,14 +57,27 @@ func reactScript(statements []string, roles []role, firstMessage int64) (string,
 		if err != nil {
 			return "", fmt.Errorf("statement %q: %w", r.name, err)
 		}
-		bound[i] = s
+		bound[r.name] = s
+		order = append(order, r.name)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\\set msg %d + :client_id %% %d\n\\set uid %d\n\\set date %d\n\\set reaction_id 0\n",
-		firstMessage, reactConvs, reactUser, time.Now().Unix())
-	fmt.Fprintf(&b, "%s;\n%s;\n%s \\aset\n", bound[0], bound[1], bound[2])
-	fmt.Fprintf(&b, "\\if :reaction_id = %d\n\\set delta -1\n%s;\n\\else\n\\set delta 1\n%s;\n\\endif\n", reactionID, bound[4], bound[3])
-	fmt.Fprintf(&b, "%s;\n%s;\n", bound[5], bound[6])
+	fmt.Fprintf(&b, "\\set msg %d + :client_id %% %d\n\\set uid %d\n\\set date %d\n\\set ms %d\n\\set reaction_id 0\n",
+		firstMessage, reactConvs, reactUser, time.Now().Unix(), time.Now().UnixMilli())
+	for _, name := range order {
+		switch name {
+		case "lock the message":
+			b.WriteString(bound[name] + " \\gset\n")
+		case "read the reaction":
+			b.WriteString(bound[name] + " \\aset\n")
+		case "insert the reaction":
+			fmt.Fprintf(&b, "\\if :reaction_id = %d\n\\set delta -1\n%s;\n\\else\n\\set delta 1\n%s;\n\\endif\n",
+				reactionID, bound["delete the reaction"], bound[name])
+		case "delete the reaction":
+			// written with the insert, in its branch
+		default:
+			b.WriteString(bound[name] + ";\n")
+		}
+	}
 	return b.String(), nil
 }
 

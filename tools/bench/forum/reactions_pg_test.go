@@ -28,6 +28,8 @@ func TestReactScriptToggles(t *testing.T) {
 		   reaction_score BIGINT NOT NULL DEFAULT 0)`,
 		`CREATE TABLE conversation_participants (conversation_id BIGINT, user_id BIGINT, left_state INT NOT NULL DEFAULT 0,
 		   PRIMARY KEY (conversation_id, user_id))`,
+		`CREATE TABLE webhook_deliveries (webhook_id BIGINT, conversation_id BIGINT, message_id BIGINT, actor_id BIGINT,
+		   event_type TEXT, event_at BIGINT, created_at BIGINT, next_attempt_at BIGINT)`,
 		`CREATE TABLE conversation_message_reactions (message_id BIGINT, user_id BIGINT, reaction_id BIGINT NOT NULL,
 		   reaction_date BIGINT NOT NULL, PRIMARY KEY (message_id, user_id))`,
 		`INSERT INTO conversation_messages (message_id, conversation_id, user_id) SELECT 100 + g, g, 3 FROM generate_series(0, 15) AS g`,
@@ -46,6 +48,10 @@ func TestReactScriptToggles(t *testing.T) {
 		`INSERT INTO conversation_message_reactions (message_id, user_id, reaction_id, reaction_date) VALUES ($1, $2, $3, $4) ON CONFLICT (message_id, user_id) DO UPDATE SET reaction_id = excluded.reaction_id, reaction_date = excluded.reaction_date`,
 		`DELETE FROM conversation_message_reactions WHERE message_id = $1 AND user_id = $2`,
 		`UPDATE conversation_messages SET reaction_score = reaction_score + $1 WHERE message_id = $2`,
+		`SELECT user_id FROM conversation_participants WHERE conversation_id = $1 AND left_state = 0 ORDER BY user_id`,
+		`INSERT INTO webhook_deliveries (conversation_id, message_id, actor_id, event_type, event_at, created_at, next_attempt_at, webhook_id)
+		 SELECT CAST($1 AS BIGINT), CAST($2 AS BIGINT), CAST($3 AS BIGINT), CAST($4 AS TEXT), CAST($5 AS BIGINT), CAST($6 AS BIGINT),
+		   GREATEST(CAST($7 AS BIGINT), CAST($9 AS BIGINT)), 0 WHERE CAST($8 AS BIGINT) > 0 AND CAST($10 AS TEXT) = 'none'`,
 		"commit",
 		`SELECT key_hash FROM api_keys WHERE key_hash = $1`,
 	}

@@ -21,7 +21,26 @@ func withHousekeeping(roles []role) []role {
 	return append(roles,
 		role{name: "API key", marker: "FROM api_keys WHERE key_hash", cached: true},
 		role{name: "acting user", marker: "SELECT 1 FROM users WHERE user_id", cached: true},
-		role{name: "connection check", marker: "-- ping", cached: true})
+		role{name: "connection check", marker: "-- ping", cached: true},
+		// The webhooks' worker polls for due deliveries in the background, whatever the requests.
+		role{name: "webhook poll", marker: "UPDATE webhook_deliveries SET lease_owner", cached: true})
+}
+
+// participantsRole is the read of the conversation's active participants with which a write
+// records its change for the webhooks (store.recordForParticipants); conv is its parameter.
+func participantsRole(conv string) role {
+	return role{name: "read the participants", marker: "SELECT user_id FROM conversation_participants WHERE conversation_id",
+		params: []string{conv}}
+}
+
+// enqueueRole is the insert of a change's webhook deliveries (webhook.Enqueue), in the write's
+// transaction: the conversation, the message, the actor, the event type, its date and the
+// enqueue time in milliseconds (:ms) as the statement takes them. The bench's database has no
+// webhooks, so it inserts nothing on either side.
+func enqueueRole(conv, message, eventType string) role {
+	t := sqlString(eventType)
+	return role{name: "enqueue webhook deliveries", marker: "INSERT INTO webhook_deliveries",
+		params: []string{conv, message, ":uid", t, ":date", ":ms", ":ms", conv, ":ms", t}}
 }
 
 // replyText is every reply's message.
@@ -38,7 +57,7 @@ func replyRoles() []role {
 	return withHousekeeping([]role{
 		{name: "options", marker: "FROM forum_options"},
 		{name: "begin", marker: "begin"},
-		{name: "lock the conversation", marker: "FOR UPDATE", params: []string{":conv", ":uid"}},
+		{name: "lock the conversation", marker: "FOR UPDATE OF c", params: []string{":conv", ":uid"}},
 		{name: "insert the message", marker: "INSERT INTO conversation_messages", gset: true,
 			params: []string{":conv", ":uid", text, text, ":date", ":conv"}},
 		{name: "move the conversation", marker: "UPDATE conversations SET message_count",
@@ -46,6 +65,8 @@ func replyRoles() []role {
 		// left_state: 1 (left) comes back as 0 (in); forum-svc's store.stateLeft and stateIn.
 		{name: "move the participants", marker: "UPDATE conversation_participants SET last_message_date",
 			params: []string{":date", "1", "0", ":uid", ":date", ":date", ":date", ":date", ":conv"}},
+		participantsRole(":conv"),
+		enqueueRole(":conv", ":message_id", "message.created"),
 		{name: "read the message", marker: "FROM conversation_messages m", params: []string{":uid", ":message_id"}},
 		{name: "read the recipients", marker: "ORDER BY p.user_id", params: []string{":conv", ":uid"}},
 		{name: "commit", marker: "commit"},
@@ -93,6 +114,7 @@ func measureReplies(ctx context.Context, e *benchEnv, o options, scenarios []*re
 		}
 		script, err := rolesScript([]string{
 			"conv " + conv, "uid " + strconv.Itoa(replyUser), "date " + strconv.FormatInt(time.Now().Unix(), 10),
+			"ms " + strconv.FormatInt(time.Now().UnixMilli(), 10),
 		}, ordered, roles)
 		if err != nil {
 			return "", err
