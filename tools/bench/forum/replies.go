@@ -22,8 +22,14 @@ func withHousekeeping(roles []role) []role {
 		role{name: "API key", marker: "FROM api_keys WHERE key_hash", cached: true},
 		role{name: "acting user", marker: "SELECT 1 FROM users WHERE user_id", cached: true},
 		role{name: "connection check", marker: "-- ping", cached: true},
-		// The webhooks' worker polls for due deliveries in the background, whatever the requests.
-		role{name: "webhook poll", marker: "UPDATE webhook_deliveries SET lease_owner", cached: true})
+		// What the service runs in the background, whatever the requests: the webhooks' worker's
+		// poll for due deliveries, the sweeps of expired Idempotency-Key answers and attachment
+		// keys (at start, then every IDEMPOTENCY_SWEEP_INTERVAL), and the message_parsed backfill
+		// at start (which may still run, or sweep, when a loaded machine is slow to start them).
+		role{name: "webhook poll", marker: "UPDATE webhook_deliveries SET lease_owner", cached: true},
+		role{name: "sweep of answers", marker: "DELETE FROM idempotency_keys WHERE (api_key_hash", cached: true},
+		role{name: "sweep of attachment keys", marker: "DELETE FROM attachment_keys WHERE attachment_key IN (", cached: true},
+		role{name: "message_parsed backfill", marker: "(message_parsed IS NULL OR message_parsed = '')", cached: true})
 }
 
 // participantsRole is the read of the conversation's active participants with which a write
