@@ -30,14 +30,16 @@ run: build ## Run everything locally on the embedded database (no Docker, no tok
 .PHONY: test
 test: lint lint-openapi ## Run every test (needs PostgreSQL and Redis: local ports, TEST_POSTGRES_URL/TEST_REDIS_URL, or Docker)
 	$(GO) test -race -count=1 -timeout 14m $(PKGS)
-	@# The collector's scheduler at 1,000 servers in virtual time (under -race the test runs 200).
-	$(GO) test -count=1 -run '^TestSimulationAtScale$$' -v ./collector-svc/internal/collect/
+	@# The collector in virtual time: one pass at 1,000 servers, a day search only and with the
+	@# gateway at 200, a day of live counting with a replica killed (8 servers on SQLite); under
+	@# -race they run 200, 10 and 3 servers.
+	$(GO) test -count=1 -timeout 14m -run '^TestSimulation(AtScale|Day|DayReplicaKilled)$$' -v ./collector-svc/internal/collect/
 
 .PHONY: bench
-bench: ## The four benchmarks (tools/bench: stats, collector, forum, the collector's import/export; PostgreSQL on 127.0.0.1:5432, pgbench and redis-server); each prints its figures beside its targets
-	@# All four run even when one misses a target; the target fails at the end if any did.
+bench: ## The five benchmarks (tools/bench: stats, collector, forum, the collector's import/export, forum-svc's webhooks; PostgreSQL on 127.0.0.1:5432, pgbench and redis-server); each prints its figures beside its targets
+	@# All five run even when one misses a target; the target fails at the end if any did.
 	@status=0; \
-	for b in stats collector forum exchange; do $(GO) run ./tools/bench/$$b || { echo "make bench: $$b missed a target or failed" >&2; status=1; }; done; \
+	for b in stats collector forum exchange webhook; do $(GO) run ./tools/bench/$$b || { echo "make bench: $$b missed a target or failed" >&2; status=1; }; done; \
 	exit $$status
 
 .PHONY: load
@@ -45,7 +47,7 @@ load: ## Load: each service at 64 connections for 60 s (LOAD_DURATION, LOAD_CONC
 	$(GO) test -tags load -run '^TestLoad' -v -count=1 -timeout 15m ./tools/systest/
 
 .PHONY: faults
-faults: ## Bad input, faults and security against the built services on private PostgreSQL/Redis (~3 min)
+faults: ## Bad input, faults and security against the built services on private PostgreSQL/Redis (~4 min)
 	$(GO) test -tags faults -v -count=1 -timeout 15m ./tools/systest/
 
 .PHONY: fuzz

@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # `make run`: the whole system on the embedded SQLite databases, with nothing but Go.
 # Imports demo reports of the last 90 days (relative to today, Moscow calendar), starts the fake
-# Discord (unless DISCORD_TOKEN is set), the collector (counting live from the gateway too:
-# DISCORD_GATEWAY=on unless set),
-# stats-svc and forum-svc (seeded with the demo forum, with a webhook to a local receiver that
-# prints each delivery), prints curl examples, and stops
-# everything on Ctrl-C.
+# Discord (unless DISCORD_TOKEN is set), the collector (counting live from the gateway too, its
+# default; DISCORD_GATEWAY=off for the REST search alone), stats-svc and forum-svc (seeded with
+# the demo forum, with a webhook to a local receiver that prints each delivery), prints curl
+# examples, and stops everything on Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,8 +57,9 @@ else
 	export CATALOG_FILE
 fi
 
-# Live counts from the gateway flow into the live_* tables beside the REST passes.
-DISCORD_GATEWAY=${DISCORD_GATEWAY:-on} DATABASE_URL=$STATS_DB HTTP_ADDR=127.0.0.1:8083 "$BIN/collector-svc" serve &
+# Live counts from the gateway (DISCORD_GATEWAY defaults to on) flow into the live_* tables, and
+# today's and this month's reports of the servers counted live are written from them.
+DATABASE_URL=$STATS_DB HTTP_ADDR=127.0.0.1:8083 "$BIN/collector-svc" serve &
 pids+=($!)
 DATABASE_URL=$STATS_DB HTTP_ADDR=127.0.0.1:8082 "$BIN/stats-svc" serve &
 pids+=($!)
@@ -102,6 +102,10 @@ Statistics (the demo holds 90 days up to today, today in progress; server 2's da
   curl -s -OJ 'http://127.0.0.1:8082/api/chat-series?from=$(msk '-89 days')&to=$(msk today)&format=csv'
   curl -s -H 'Accept: text/csv' 'http://127.0.0.1:8082/api/chat-statistics?period=week'
   curl -s 'http://127.0.0.1:8082/api/chat-icons'
+
+Forum-svc live events: bob's stream (server-sent events; leave it open, then reply as alice in
+conversation 10 from another terminal):
+  curl -N -H 'Forum-Api-Key: demo-bob-read-only-key-0123456789abcd' 'http://127.0.0.1:8081/api/events'
 
 Forum-svc demo users and keys (forum-svc/demo/README.md):
 MSG

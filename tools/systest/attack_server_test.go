@@ -30,7 +30,7 @@ func attackServices(t *testing.T, extra ...string) (forum, stats, collector *sta
 	stats = service(t, stack.Stats, statsEnv(t, pg, statsFixture(), extra...)...)
 	collector = service(t, stack.Collector, append([]string{
 		"DATABASE_URL=sqlite:" + filepath.Join(tempDir(t), "stats.db"),
-		"DISCORD_API_BASE=http://127.0.0.1:1", "REFRESH_INTERVAL=1h",
+		"DISCORD_API_BASE=http://127.0.0.1:1", "REFRESH_INTERVAL=1h", "DISCORD_GATEWAY=off",
 	}, extra...)...)
 	return forum, stats, collector, fx
 }

@@ -85,7 +85,9 @@ func newCollectorRig(t *testing.T, pg *stack.Postgres, guilds int) *collectorRig
 		r.guilds = append(r.guilds, e.GuildID)
 	}
 	r.env = []string{"DATABASE_URL=" + url, "DISCORD_API_BASE=" + proxy.URL() + "/api/v10", "CATALOG_FILE=" + catalog,
-		"DISCORD_TOKEN=" + token, "LOG_LEVEL=debug", "LOG_FORMAT=json"}
+		"DISCORD_TOKEN=" + token, "LOG_LEVEL=debug", "LOG_FORMAT=json",
+		// The fault tests are of the REST search: no live counting beside it.
+		"DISCORD_GATEWAY=off"}
 	return r
 }
 

@@ -111,12 +111,19 @@ func collector(cfg Config, b *backend.Backend, log *slog.Logger, now func() time
 		log.Warn("DISCORD_TOKEN is empty: requests go without authorization (only a fake Discord accepts that)")
 	}
 	client := discord.New(discord.Config{BaseURL: c.APIBase, Token: c.Token, GlobalRate: float64(c.MaxRPS), Logger: log})
+	var counted collect.LiveCounts
+	if c.Gateway {
+		// Today's and this month's reports of the servers counted live are the live reporter's.
+		counted = live.NewStore(b.DB)
+	}
 	col := collect.New(collect.Config{
 		Discord:        client,
 		Store:          reportStore(b, log),
 		CatalogFile:    c.CatalogFile,
 		RefreshMinutes: c.RefreshMinutes,
 		MaxRPS:         float64(c.MaxRPS),
+		Live:           counted,
+		LiveFresh:      c.LiveGapDelay,
 		Now:            now,
 		Logger:         log,
 	})

@@ -39,7 +39,7 @@ func TestLoadConfig(t *testing.T) {
 	}{
 		{"defaults", nil,
 			Collector{APIBase: "https://discord.com/api/v10", MaxRPS: 50, RefreshMinutes: 10, Interval: 10 * time.Minute,
-				LiveFlushInterval: 5 * time.Second, LiveGapDelay: 2 * time.Minute, ShardLockRetry: 5 * time.Second}, ""},
+				LiveFlushInterval: 5 * time.Second, LiveGapDelay: 2 * time.Minute, Gateway: true, ShardLockRetry: 5 * time.Second}, ""},
 		{"all set", map[string]string{"DISCORD_TOKEN": "t", "DISCORD_API_BASE": "http://127.0.0.1:8090/api/v10", "CATALOG_FILE": good,
 			"DISCORD_MAX_RPS": "200", "REFRESH_MINUTES": "7", "REFRESH_INTERVAL": "2s",
 			"LIVE_FLUSH_INTERVAL": "1s", "LIVE_GAP_DELAY": "30s", "DISCORD_GATEWAY": "on", "LIVE_SHARD_LOCK_RETRY": "3s"},
@@ -53,7 +53,7 @@ func TestLoadConfig(t *testing.T) {
 		{"shard lock retry zero", map[string]string{"LIVE_SHARD_LOCK_RETRY": "0s"}, Collector{}, "LIVE_SHARD_LOCK_RETRY: must be positive"},
 		{"interval follows the minutes", map[string]string{"REFRESH_MINUTES": "3"},
 			Collector{APIBase: "https://discord.com/api/v10", MaxRPS: 50, RefreshMinutes: 3, Interval: 3 * time.Minute,
-				LiveFlushInterval: 5 * time.Second, LiveGapDelay: 2 * time.Minute, ShardLockRetry: 5 * time.Second}, ""},
+				LiveFlushInterval: 5 * time.Second, LiveGapDelay: 2 * time.Minute, Gateway: true, ShardLockRetry: 5 * time.Second}, ""},
 		{"api base not http", map[string]string{"DISCORD_API_BASE": "ftp://x"}, Collector{}, `DISCORD_API_BASE: "ftp://x" is not an http(s) URL`},
 		{"api base without host", map[string]string{"DISCORD_API_BASE": "http://"}, Collector{}, "DISCORD_API_BASE"},
 		{"rate not a number", map[string]string{"DISCORD_MAX_RPS": "fast"}, Collector{}, `DISCORD_MAX_RPS: "fast" is not an integer`},

@@ -43,8 +43,9 @@ type Collector struct {
 	// LiveGapDelay is LIVE_GAP_DELAY: how long after a gap of live counting ends its search waits
 	// (internal/livereport).
 	LiveGapDelay time.Duration
-	// Gateway is DISCORD_GATEWAY=on: serve also counts live from the gateway (internal/livegw)
-	// beside the REST pass.
+	// Gateway is DISCORD_GATEWAY=on, the default: serve also counts live from the gateway
+	// (internal/livegw), and today's and this month's reports of the servers counted live are
+	// written from live counts, not by the REST pass. off: search only.
 	Gateway bool
 	// ShardLockRetry is LIVE_SHARD_LOCK_RETRY: how often a replica tries the locks of the gateway
 	// shards no replica holds.
@@ -112,7 +113,7 @@ func loadCollector() (Collector, error) {
 	if c.LiveGapDelay <= 0 {
 		return c, fmt.Errorf("LIVE_GAP_DELAY: must be positive, got %s", c.LiveGapDelay)
 	}
-	switch v := config.String("DISCORD_GATEWAY", "off"); v {
+	switch v := config.String("DISCORD_GATEWAY", "on"); v {
 	case "on":
 		c.Gateway = true
 	case "off":

@@ -15,6 +15,7 @@ import (
 
 	"forumstats.local/collector-svc/internal/catalog"
 	"forumstats.local/collector-svc/internal/discord"
+	"forumstats.local/collector-svc/internal/live"
 	"forumstats.local/shared/reports"
 )
 
@@ -72,8 +73,14 @@ type Config struct {
 	// MaxRPS is the client's cap (DISCORD_MAX_RPS, default 50): a pass's expected time is its
 	// requests ÷ MaxRPS.
 	MaxRPS float64
-	Now    func() time.Time // default time.Now
-	Logger *slog.Logger
+	// Live, when set (DISCORD_GATEWAY=on), tells which servers live counting covers: their open
+	// windows are written from live counts, not by the pass (LiveOwns). LiveFresh is how recently
+	// a server's shard must have been flushed for that (LIVE_GAP_DELAY). Nil: the pass writes
+	// every window, as a search-only collector.
+	Live      LiveCounts
+	LiveFresh time.Duration
+	Now       func() time.Time // default time.Now
+	Logger    *slog.Logger
 }
 
 // Collector runs passes.
@@ -128,6 +135,7 @@ type Result struct {
 	Written       int       // reports written whole
 	Requests      int64     // Discord calls made (each may be several attempts)
 	Reused        int       // closed windows whose unchanged total kept the stored channel counts
+	Live          int       // windows left to live counting (LiveOwns)
 	Failures      []Failure // windows (or steps) that failed, in no particular order
 }
 
@@ -178,7 +186,7 @@ func (c *Collector) Pass(ctx context.Context) (Result, error) {
 	budget := time.Duration(c.cfg.RefreshMinutes) * time.Minute
 	c.log.Info("pass time", "requests", res.Requests, "max_rps", c.cfg.MaxRPS, "expected", expected.Round(time.Millisecond).String(),
 		"actual", duration.Round(time.Millisecond).String(), "budget", budget.String(), "budget_short", expected > budget,
-		"reused_closed_windows", res.Reused)
+		"reused_closed_windows", res.Reused, "live_windows", res.Live)
 	if err != nil && ctx.Err() != nil {
 		metricPasses.WithLabelValues("interrupted").Inc()
 		c.log.Info("pass interrupted", "servers", res.Servers, "written", res.Written, "duration", duration.String())
@@ -246,6 +254,7 @@ type server struct {
 	channels []discord.Channel // message-bearing
 	later    []reports.Window  // its closed windows, counted after every server's open ones
 	done     map[string]bool   // windows written or failed, by label
+	live     map[string]bool   // windows live counting writes (LiveOwns), by label
 }
 
 // do collects every server in two rounds, freshness first: the guild, its channels and the open
@@ -265,9 +274,19 @@ func (r *run) do(ctx context.Context) error {
 		return err
 	}
 	r.res.Servers = len(entries)
+	counted := r.liveCounted(ctx)
 	servers := make([]*server, len(entries))
 	for i, e := range entries {
-		servers[i] = &server{Entry: e, log: r.c.log.With("guild_id", e.GuildID, "number", e.Number), done: map[string]bool{}}
+		s := &server{Entry: e, log: r.c.log.With("guild_id", e.GuildID, "number", e.Number), done: map[string]bool{},
+			live: map[string]bool{}}
+		c, counting := counted[e.GuildID]
+		for _, w := range r.windows {
+			if counted != nil && LiveOwns(w, c, counting, r.start, r.c.cfg.LiveFresh) {
+				s.live[w.Label] = true
+				r.res.Live++
+			}
+		}
+		servers[i] = s
 	}
 
 	// Discord calls stop at once on a 401; writes (stale marks) still go through on ctx.
@@ -286,7 +305,7 @@ func (r *run) do(ctx context.Context) error {
 		// A 401 stopped the pass: every regular window not refreshed is stale.
 		for _, s := range servers {
 			for _, w := range r.regular() {
-				if !s.done[w.Label] {
+				if !s.done[w.Label] && !s.live[w.Label] {
 					r.failWindow(ctx, s.log, s.GuildID, w, err)
 				}
 			}
@@ -346,6 +365,9 @@ func (r *run) open(ctx, dctx context.Context, stopDiscord context.CancelFunc, s 
 		}
 		if err = r.discordErr(ctx, err, stopDiscord); ctx.Err() == nil {
 			for _, w := range r.regular() {
+				if s.live[w.Label] {
+					continue // written from live counts
+				}
 				s.done[w.Label] = true
 				r.failWindow(ctx, s.log, s.GuildID, w, err)
 			}
@@ -380,13 +402,34 @@ func (r *run) open(ctx, dctx context.Context, stopDiscord context.CancelFunc, s 
 		s.log.Error("cannot read which days are missing; not backfilling", "err", err)
 	}
 	for _, w := range r.regular() {
-		if r.closed(w) {
+		switch {
+		case s.live[w.Label]:
+			// Written from live counts (LiveOwns).
+		case r.closed(w):
 			s.later = append(s.later, w)
-			continue
+		default:
+			r.collect(ctx, dctx, stopDiscord, s, w)
 		}
-		r.collect(ctx, dctx, stopDiscord, s, w)
 	}
 	s.later = append(s.later, backfill...)
+}
+
+// liveCounted reads which servers live counting covers; nil when the pass writes every window
+// (no live counting configured, or it could not be read: the pass then refreshes everything,
+// so that no window is left unwritten).
+func (r *run) liveCounted(ctx context.Context) map[string]live.Counted {
+	if r.c.cfg.Live == nil {
+		return nil
+	}
+	counted, err := r.c.cfg.Live.Counted(ctx)
+	if err != nil {
+		r.c.log.Warn("cannot read which servers are counted live; the pass writes every window", "err", err)
+		return nil
+	}
+	if counted == nil {
+		counted = map[string]live.Counted{}
+	}
+	return counted
 }
 
 // closed tells whether nothing can be added to w any more: it ended before the pass started.

@@ -291,7 +291,9 @@ func TestRunOnceThenStats(t *testing.T) {
 		"--catalog", catalogFile, "--frozen-at", frozen.Format(time.RFC3339Nano))
 	waitHTTP(t, "http://"+fakeAddr+"/guilds/0", fake)
 
-	collectorEnv := env("DATABASE_URL="+dbURL, "DISCORD_API_BASE=http://"+fakeAddr+"/api/v10", "CATALOG_FILE="+catalogFile, "REFRESH_MINUTES=7")
+	// Search only: the stored reports are the REST pass's.
+	collectorEnv := env("DATABASE_URL="+dbURL, "DISCORD_API_BASE=http://"+fakeAddr+"/api/v10", "CATALOG_FILE="+catalogFile, "REFRESH_MINUTES=7",
+		"DISCORD_GATEWAY=off")
 	began := time.Now()
 	out, errOut, code := runCmd(t, collectorBin, collectorEnv, "run-once")
 	if code != 0 {
@@ -404,7 +406,7 @@ func TestRunOnceThenStats(t *testing.T) {
 		locked := start(t, "fake-discord with a token", collectorBin, env(), "fake-discord", "--addr", lockedAddr,
 			"--frozen-at", frozen.Format(time.RFC3339Nano), "--token", "secret")
 		waitHTTP(t, "http://"+lockedAddr+"/guilds/0", locked)
-		lockedEnv := env("DATABASE_URL="+dbURL, "DISCORD_API_BASE=http://"+lockedAddr, "CATALOG_FILE="+catalogFile,
+		lockedEnv := env("DATABASE_URL="+dbURL, "DISCORD_API_BASE=http://"+lockedAddr, "CATALOG_FILE="+catalogFile, "DISCORD_GATEWAY=off",
 			"REFRESH_MINUTES=7", "DISCORD_TOKEN=wrong")
 		out, errOut, code := runCmd(t, collectorBin, lockedEnv, "run-once")
 		lines := strings.Split(strings.TrimSpace(errOut), "\n")
@@ -480,7 +482,7 @@ func TestStandbyTakesOver(t *testing.T) {
 	fake := start(t, "fake-discord", collectorBin, env(), "fake-discord", "--addr", fakeAddr, "--catalog", catalogFile, "--guilds", "2")
 	waitHTTP(t, "http://"+fakeAddr+"/guilds/0", fake)
 	serveEnv := func(addr string) []string {
-		return env("DATABASE_URL="+dbURL, "DISCORD_API_BASE=http://"+fakeAddr, "CATALOG_FILE="+catalogFile,
+		return env("DATABASE_URL="+dbURL, "DISCORD_API_BASE=http://"+fakeAddr, "CATALOG_FILE="+catalogFile, "DISCORD_GATEWAY=off",
 			"REFRESH_MINUTES=1", "REFRESH_INTERVAL="+interval.String(), "HTTP_ADDR="+addr)
 	}
 	addrA, addrB := freeAddr(t), freeAddr(t)

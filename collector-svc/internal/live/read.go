@@ -87,3 +87,44 @@ func (s *Store) Sums(ctx context.Context, guild uint64, from, to int64) (map[uin
 	}
 	return out, nil
 }
+
+// Counted is what live counting holds of one server: where its counting began, and when its
+// shard was last flushed (zero when no checkpoint of that shard is stored).
+type Counted struct {
+	SinceID uint64
+	Flushed time.Time
+}
+
+// Counted lists the servers counted live (a live_guilds row each) by id, with the last flush of
+// each one's shard: the checkpoint of shard (guild >> 22) % num_shards, by each stored
+// checkpoint's own number of shards, the latest when several name the server (the number of
+// shards changed).
+func (s *Store) Counted(ctx context.Context) (map[string]Counted, error) {
+	tx := s.db.WithContext(ctx)
+	var cps []checkpointRow
+	if err := tx.Table("live_checkpoints").Find(&cps).Error; err != nil {
+		return nil, fmt.Errorf("read live checkpoints: %w", err)
+	}
+	var guilds []struct {
+		GuildID string
+		SinceID int64
+	}
+	if err := tx.Table("live_guilds").Find(&guilds).Error; err != nil {
+		return nil, fmt.Errorf("read live guilds: %w", err)
+	}
+	out := make(map[string]Counted, len(guilds))
+	for _, g := range guilds {
+		gid, err := parseID(g.GuildID)
+		if err != nil {
+			return nil, fmt.Errorf("live guild %q: %w", g.GuildID, err)
+		}
+		c := Counted{SinceID: uint64(g.SinceID)}
+		for _, cp := range cps {
+			if cp.NumShards > 0 && shardOf(gid, cp.NumShards) == cp.Shard && cp.FlushedAt.After(c.Flushed) {
+				c.Flushed = cp.FlushedAt.UTC()
+			}
+		}
+		out[g.GuildID] = c
+	}
+	return out, nil
+}

@@ -41,6 +41,8 @@ type rig struct {
 	clock    *testutil.Clock
 	fake     *fakediscord.Server
 	failing  atomic.Bool // searches answer 503
+	client   *discord.Client
+	entries  []fakediscord.CatalogEntry // the fake's servers, all in the catalog; the first is counted live
 	reports  *store.Store
 	lstore   *live.Store
 	flusher  *live.Flusher
@@ -55,8 +57,15 @@ type rig struct {
 
 func newRig(t *testing.T, gdb *gorm.DB, start time.Time) *rig {
 	t.Helper()
+	return newRigOf(t, gdb, start, 1)
+}
+
+// newRigOf is a rig whose fake has guilds servers, all in the catalog; only the first is counted
+// live.
+func newRigOf(t *testing.T, gdb *gorm.DB, start time.Time, guilds int) *rig {
+	t.Helper()
 	r := &rig{t: t, clock: testutil.NewClock(start)}
-	r.fake = fakediscord.New(fakediscord.Options{Seed: 7, Guilds: 1, Clock: r.clock.Now})
+	r.fake = fakediscord.New(fakediscord.Options{Seed: 7, Guilds: guilds, Clock: r.clock.Now})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if r.failing.Load() && strings.HasSuffix(req.URL.Path, "/messages/search") {
 			http.Error(w, `{"message": "unavailable", "code": 0}`, http.StatusServiceUnavailable)
@@ -67,11 +76,17 @@ func newRig(t *testing.T, gdb *gorm.DB, start time.Time) *rig {
 	t.Cleanup(srv.Close)
 	client := discord.New(discord.Config{BaseURL: srv.URL + "/api/v10", GlobalRate: 1000, MaxRetries: 1,
 		BackoffMin: time.Millisecond, BackoffMax: 2 * time.Millisecond})
+	r.client = client
 	r.reports = store.New(gdb, nil, nil)
 	entries := r.fake.Catalog()
+	r.entries = entries
 	r.guildID = entries[0].GuildID
 	r.guild, _ = strconv.ParseUint(r.guildID, 10, 64)
-	if err := r.reports.SyncCatalog(ctx, []catalog.Entry{{Number: 1, Name: entries[0].Name, GuildID: r.guildID}}); err != nil {
+	var cat []catalog.Entry
+	for i, e := range entries {
+		cat = append(cat, catalog.Entry{Number: i + 1, Name: e.Name, GuildID: e.GuildID})
+	}
+	if err := r.reports.SyncCatalog(ctx, cat); err != nil {
 		t.Fatal(err)
 	}
 	all, err := client.Channels(ctx, r.guildID)
@@ -194,9 +209,14 @@ func (r *rig) requests() int64 { return r.fake.Stats().Requests }
 // report reads a stored report; it must exist.
 func (r *rig) report(kind reports.Kind, period string) (reports.Row, []reports.ChannelRow) {
 	r.t.Helper()
-	row, chans, found, err := r.reports.Report(ctx, kind, r.guildID, period)
+	return r.reportOf(r.guildID, kind, period)
+}
+
+func (r *rig) reportOf(guildID string, kind reports.Kind, period string) (reports.Row, []reports.ChannelRow) {
+	r.t.Helper()
+	row, chans, found, err := r.reports.Report(ctx, kind, guildID, period)
 	if err != nil || !found {
-		r.t.Fatalf("report %s %s: found %v, err %v", kind, period, found, err)
+		r.t.Fatalf("report of %s %s %s: found %v, err %v", guildID, kind, period, found, err)
 	}
 	return row, chans
 }
@@ -205,18 +225,24 @@ func (r *rig) report(kind reports.Kind, period string) (reports.Row, []reports.C
 // total and each listed channel's.
 func (r *rig) exact(w reports.Window) {
 	r.t.Helper()
-	row, chans := r.report(w.Kind, w.Label)
+	r.exactOf(r.guildID, len(r.listed), w)
+}
+
+// exactOf checks the stored report of w of the server guildID, which lists listed channels.
+func (r *rig) exactOf(guildID string, listed int, w reports.Window) {
+	r.t.Helper()
+	row, chans := r.reportOf(guildID, w.Kind, w.Label)
 	if row.Status != reports.StatusOK {
-		r.t.Errorf("%s %s: status %s (%v), want ok", w.Kind, w.Label, row.Status, deref(row.ErrorMessage))
+		r.t.Errorf("%s %s %s: status %s (%v), want ok", guildID, w.Kind, w.Label, row.Status, deref(row.ErrorMessage))
 	}
-	if want := r.fake.Count(r.guildID, "", w.From, w.To); row.TotalMessages != want || want == 0 {
-		r.t.Errorf("%s %s: total %d, the fake counts %d", w.Kind, w.Label, row.TotalMessages, want)
+	if want := r.fake.Count(guildID, "", w.From, w.To); row.TotalMessages != want || want == 0 {
+		r.t.Errorf("%s %s %s: total %d, the fake counts %d", guildID, w.Kind, w.Label, row.TotalMessages, want)
 	}
-	if len(chans) != len(r.listed) {
-		r.t.Errorf("%s %s: %d channels, want %d", w.Kind, w.Label, len(chans), len(r.listed))
+	if len(chans) != listed {
+		r.t.Errorf("%s %s %s: %d channels, want %d", guildID, w.Kind, w.Label, len(chans), listed)
 	}
 	for _, c := range chans {
-		if want := r.fake.Count(r.guildID, c.ChannelID, w.From, w.To); c.Messages != want {
+		if want := r.fake.Count(guildID, c.ChannelID, w.From, w.To); c.Messages != want {
 			r.t.Errorf("%s %s: channel %s has %d, the fake counts %d", w.Kind, w.Label, c.ChannelID, c.Messages, want)
 		}
 	}

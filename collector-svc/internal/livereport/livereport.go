@@ -163,7 +163,9 @@ type Reporter struct {
 	closed           map[uint64]reports.Day // the last day checked at its close, by server
 	// A server whose report write or day close failed is tried again from then.
 	retryWrite, retryClose map[uint64]time.Time
-	failedGap              map[live.GuildGap]time.Time // a gap whose search failed is searched again from then
+	// When each server's today's and this month's reports were last written here.
+	written   map[uint64]time.Time
+	failedGap map[live.GuildGap]time.Time // a gap whose search failed is searched again from then
 }
 
 type cachedChannels struct {
@@ -202,7 +204,7 @@ func New(cfg Config) *Reporter {
 		pending: map[live.GuildGap]time.Time{}, refused: map[live.GuildGap]time.Time{},
 		changedShards: map[[2]int]bool{},
 		closed:        map[uint64]reports.Day{}, retryWrite: map[uint64]time.Time{}, retryClose: map[uint64]time.Time{},
-		failedGap: map[live.GuildGap]time.Time{},
+		failedGap: map[live.GuildGap]time.Time{}, written: map[uint64]time.Time{},
 	}
 	// A shard flushes every few seconds; one not heard of for GapDelay is no longer here.
 	r.held = &shards{now: cfg.Now, heldFor: cfg.GapDelay, held: map[int]heldShard{}}

@@ -119,6 +119,13 @@ func due(g live.Gap, delay time.Duration, now time.Time) bool {
 
 // closingDay is the last day whose end is at least delay before now: the newest day a search can
 // check whole.
+// refreshDue tells whether a server's today's and this month's reports, last written at at, are
+// written again at now although its counts did not change: when a new Moscow day has begun (its
+// today is another report) or every is past.
+func refreshDue(at, now time.Time, every time.Duration) bool {
+	return reports.DayOf(at) != reports.DayOf(now) || now.Sub(at) >= every
+}
+
 func closingDay(now time.Time, delay time.Duration) reports.Day {
 	return reports.DayOf(now.Add(-delay)).AddDays(-1)
 }

@@ -211,6 +211,7 @@ func TestAfterFlushWithoutItsBatch(t *testing.T) {
 	now := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
 	rep, _, _, rs, _, _ := memRig(now)
 	rep.closed[5] = closingDay(now, time.Minute)
+	rep.written[5] = now // written lately: only a change writes it again
 	// Servers 5 and 7 are of shard 0 of 2 (their ids >> 22 are 0); 7 is counted elsewhere.
 	rep.AfterFlush(Flush{Shard: 1, NumShards: 2})
 	if err := rep.Flushed(context.Background()); err != nil {
@@ -225,6 +226,76 @@ func TestAfterFlushWithoutItsBatch(t *testing.T) {
 	}
 	if _, ok := rs.row("5 " + reports.DayOf(now).String()); !ok {
 		t.Fatal("a flush of the shard without its batch did not write its server")
+	}
+}
+
+// TestQuietServersAreWrittenAgain: the reports of a server counted here whose counts do not
+// change are written at the first step, then again every SearchEvery and when a new day begins,
+// never in between.
+func TestQuietServersAreWrittenAgain(t *testing.T) {
+	now := time.Date(2026, 11, 20, 20, 55, 0, 0, time.UTC) // 23:55 Moscow time
+	rep, _, _, rs, _, clock := memRig(now)
+	ctx := context.Background()
+	step := func(at time.Time) {
+		t.Helper()
+		clock.Set(at)
+		rep.closed[5] = closingDay(at, time.Minute) // no close in this test
+		if err := rep.Flushed(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	generated := func(day time.Time) time.Time {
+		row, ok := rs.row("5 " + reports.DayOf(day).String())
+		if !ok {
+			return time.Time{}
+		}
+		return row.GeneratedAt
+	}
+	step(now)
+	if got := generated(now); !got.Equal(now) {
+		t.Fatalf("first step: today's report generated at %v, want %v", got, now)
+	}
+	if _, ok := rs.row("7 " + reports.DayOf(now).String()); ok {
+		t.Fatal("a server counted elsewhere was written")
+	}
+	step(now.Add(4 * time.Minute))
+	if got := generated(now); !got.Equal(now) {
+		t.Fatalf("4 minutes later, unchanged: generated at %v, want still %v", got, now)
+	}
+	midnight := reports.DayOf(now).End()
+	step(midnight.Add(time.Second)) // a new Moscow day, 5 min 1 s after the last write
+	if got := generated(midnight); !got.Equal(midnight.Add(time.Second)) {
+		t.Fatalf("a new day: its report generated at %v, want %v", got, midnight.Add(time.Second))
+	}
+	step(midnight.Add(10*time.Minute + time.Second - time.Millisecond))
+	if got := generated(midnight); !got.Equal(midnight.Add(time.Second)) {
+		t.Fatalf("before SearchEvery: generated at %v", got)
+	}
+	step(midnight.Add(10*time.Minute + time.Second))
+	if got := generated(midnight); !got.Equal(midnight.Add(10*time.Minute + time.Second)) {
+		t.Fatalf("after SearchEvery: generated at %v", got)
+	}
+}
+
+func TestRefreshDue(t *testing.T) {
+	at := time.Date(2026, 11, 20, 20, 55, 0, 0, time.UTC) // 23:55 Moscow time
+	cases := []struct {
+		now  time.Time
+		want bool
+	}{
+		{at, false},
+		{at.Add(4*time.Minute + 59*time.Second), false},
+		{at.Add(5 * time.Minute), true}, // Moscow midnight
+		{at.Add(-time.Minute), false},
+		{at.Add(-time.Hour * 24), true},
+	}
+	for _, c := range cases {
+		if got := refreshDue(at, c.now, 10*time.Minute); got != c.want {
+			t.Errorf("refreshDue(%s, %s) = %v, want %v", at, c.now, got, c.want)
+		}
+	}
+	if !refreshDue(at.Add(-10*time.Hour), at.Add(-10*time.Hour+10*time.Minute), 10*time.Minute) {
+		t.Error("SearchEvery after the write is due")
 	}
 }
 

@@ -122,14 +122,19 @@ func (r *Reporter) writeChanged(ctx context.Context) error {
 			changed = append(changed, g)
 		}
 	}
-	if len(changed) == 0 && len(wholeShards) == 0 {
-		return nil
-	}
 	guilds, err := r.catalogGuilds(ctx)
 	if err != nil {
 		r.keep(changed)
 		r.keepShards(wholeShards)
 		return err
+	}
+	// The pass leaves these reports to live counting: a server whose counts did not change is
+	// still written once a day begins and every SearchEvery, so that its today's report exists
+	// from the day's start and no report readers age by its time turns stale.
+	for g := range guilds {
+		if at, ok := r.written[g]; !ok || refreshDue(at, now, r.cfg.SearchEvery) {
+			changed = append(changed, g)
+		}
 	}
 	for _, sh := range wholeShards {
 		for g := range guilds {
@@ -155,7 +160,9 @@ func (r *Reporter) writeChanged(ctx context.Context) error {
 			}
 			r.retryWrite[g] = now.Add(r.cfg.GapDelay)
 			errs = append(errs, err)
+			continue
 		}
+		r.written[g] = now
 	}
 	r.pruneSpans(now)
 	return errors.Join(errs...)

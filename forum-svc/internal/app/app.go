@@ -16,6 +16,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -23,6 +24,7 @@ import (
 	"forumstats.local/forum-svc/internal/attachment"
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/conversation"
+	"forumstats.local/forum-svc/internal/event"
 	"forumstats.local/forum-svc/internal/httpapi"
 	"forumstats.local/forum-svc/internal/store"
 	"forumstats.local/forum-svc/internal/webhook"
@@ -55,6 +57,9 @@ type App struct {
 	reads   *db.Reads
 
 	webhooks *webhook.Worker // nil: this replica sends no webhook
+	events   eventSweeper    // the store: the event log's and the tickets' sweep
+	hub      *event.Hub
+	stopHub  func() // ends the hub's Redis subscription and polling, and waits for them
 }
 
 // New builds the service: it opens the database (migrating it unless cfg.MigrateOnStart is
@@ -94,6 +99,24 @@ func (a *App) build(o options) error {
 	if err := a.buildWebhooks(st, o); err != nil {
 		return err
 	}
+	a.events = st
+	// The event log: every write records its changes for the users who see them, and wakes their
+	// streams once committed. The streams render the objects from the primary (primary, a store
+	// without the replica), since an event may name what the replica does not have yet.
+	st.AddRecorder(st.EventLog())
+	a.hub = event.NewHub(st, event.HubOptions{Redis: rc, Logger: log})
+	st.AddCommitted(a.hub.Committed)
+	primary, err := store.New(gdb)
+	if err != nil {
+		return err
+	}
+	hubCtx, cancel := context.WithCancel(context.Background())
+	var hubRunning sync.WaitGroup
+	hubRunning.Go(func() { a.hub.Run(hubCtx) })
+	a.stopHub = func() {
+		cancel()
+		hubRunning.Wait()
+	}
 	rl := cfg.RateLimit
 	if rl == (ratelimit.Config{}) { // a Config built without LoadConfig: the defaults
 		rl = ratelimit.Config{PerMinute: DefaultRateLimit, Burst: ratelimit.DefaultBurst(DefaultRateLimit)}
@@ -120,6 +143,8 @@ func (a *App) build(o options) error {
 		Ready:         ready,
 		HTTP:          cfg.HTTP,
 		Now:           o.now,
+		Events: &httpapi.Events{Hub: a.hub, Tickets: st, Render: conversation.NewService(primary, o.now),
+			Stream: o.stream, AllowedOrigins: cfg.CORSAllowedOrigins},
 	})
 	return nil
 }
@@ -138,11 +163,18 @@ func (a *App) Run(ctx context.Context) error {
 	defer a.startSweep(ctx, a.cfg.RetrySweepInterval)()
 	defer a.startWebhooks(ctx)()
 	defer a.startBackfill(ctx)()
+	// The event streams end when ctx is done, so that the server's shutdown does not wait for them.
+	stop := context.AfterFunc(ctx, a.hub.Close)
+	defer stop()
 	return server.Run(ctx, a.handler, a.cfg.HTTPAddr, a.cfg.HTTP, a.log)
 }
 
 // Close closes what New opened: the replica, Redis and the database.
 func (a *App) Close() {
+	if a.stopHub != nil {
+		a.hub.Close()
+		a.stopHub()
+	}
 	a.reads.Close()
 	a.backend.Close()
 }

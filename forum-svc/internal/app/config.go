@@ -2,6 +2,8 @@ package app
 
 import (
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	"forumstats.local/forum-svc/internal/auth"
@@ -48,7 +50,20 @@ type Config struct {
 	RetrySweepInterval time.Duration
 	// Webhooks tunes the delivery of webhooks (WEBHOOK_*).
 	Webhooks WebhookConfig
+	// EventLogRetention is how long the event log keeps an event (EVENT_LOG_RETENTION): a client
+	// that resumes from an older one is told to resync.
+	EventLogRetention time.Duration
+	// CORSAllowedOrigins are the browser origins that may open the event stream and ask for its
+	// tickets (CORS_ALLOWED_ORIGINS, separated by commas; none by default).
+	CORSAllowedOrigins []string
 }
+
+// DefaultEventLogRetention is EVENT_LOG_RETENTION's default, and its least value: a client may
+// resume a stream interrupted for up to a day.
+const DefaultEventLogRetention = 24 * time.Hour
+
+// MaxEventLogRetention bounds EVENT_LOG_RETENTION: a month of events per user.
+const MaxEventLogRetention = 30 * 24 * time.Hour
 
 // DefaultRetrySweepInterval is IDEMPOTENCY_SWEEP_INTERVAL's default.
 const DefaultRetrySweepInterval = 10 * time.Minute
@@ -113,7 +128,39 @@ func LoadConfig() (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
+	retention, err := config.Duration("EVENT_LOG_RETENTION", DefaultEventLogRetention)
+	if err != nil {
+		return Config{}, err
+	}
+	if retention < DefaultEventLogRetention || retention > MaxEventLogRetention {
+		return Config{}, fmt.Errorf("EVENT_LOG_RETENTION must be from 24h to 720h, not %v", retention)
+	}
+	origins, err := parseOrigins(config.String("CORS_ALLOWED_ORIGINS", ""))
+	if err != nil {
+		return Config{}, err
+	}
 	return Config{Common: common, RateLimit: rl, AuthFailures: failures, KeyLookupsPerSecond: lookups,
 		DatabaseReadURL:   config.String("DATABASE_READ_URL", ""),
-		PrimaryAfterWrite: pin, RetrySweepInterval: sweep, Webhooks: hooks}, nil
+		PrimaryAfterWrite: pin, RetrySweepInterval: sweep, EventLogRetention: retention, CORSAllowedOrigins: origins,
+		Webhooks: hooks}, nil
+}
+
+// parseOrigins reads CORS_ALLOWED_ORIGINS: origins separated by commas, each a scheme, "://"
+// and a host (with its port), as a browser sends them in Origin: no path, no trailing slash, no
+// wildcard.
+func parseOrigins(s string) ([]string, error) {
+	var out []string
+	for o := range strings.SplitSeq(s, ",") {
+		o = strings.TrimSpace(o)
+		if o == "" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" ||
+			u.RawQuery != "" || u.User != nil || u.Fragment != "" || strings.HasSuffix(o, "/") {
+			return nil, fmt.Errorf("CORS_ALLOWED_ORIGINS: %q is no origin (scheme://host[:port])", o)
+		}
+		out = append(out, o)
+	}
+	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"forumstats.local/forum-svc/internal/event"
 	"forumstats.local/shared/backend"
 )
 
@@ -16,8 +17,9 @@ import (
 type Option func(*options)
 
 type options struct {
-	given backend.Given
-	now   func() time.Time
+	given  backend.Given
+	now    func() time.Time
+	stream event.StreamOptions
 }
 
 func collect(opts []Option) options {
@@ -38,3 +40,7 @@ func WithRedis(rc *redis.Client) Option { return func(o *options) { o.given.Redi
 // WithClock makes now the service's clock (time.Now otherwise): the answers', the
 // authenticator's and the rate limits'.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithStreamOptions sets the event streams' heartbeat, write timeout and key check (tests that
+// need them shorter than the defaults).
+func WithStreamOptions(so event.StreamOptions) Option { return func(o *options) { o.stream = so } }

@@ -15,6 +15,19 @@ type retrySweeper interface {
 	SweepAttachmentKeys(ctx context.Context, now int64, batch int) (int64, error)
 }
 
+// eventSweeper deletes the events older than the retention and the expired stream tickets: a
+// *store.Store on the primary.
+type eventSweeper interface {
+	SweepEvents(ctx context.Context, before int64, batch int) (int64, error)
+}
+
+func (s *App) eventRetention() time.Duration {
+	if s.cfg.EventLogRetention <= 0 {
+		return DefaultEventLogRetention
+	}
+	return s.cfg.EventLogRetention
+}
+
 // sweepRetries deletes the expired Idempotency-Key answers of every user on the primary, and the
 // attachment keys older than attachment.KeyLifetime with the files they still hold, at once
 // and then every interval, until ctx is done. A write deletes its own user's expired answers
@@ -40,6 +53,17 @@ func (s *App) sweepRetries(ctx context.Context, interval time.Duration) {
 			s.log.Warn("sweep of expired attachment keys failed", "err", err, "deleted", n)
 		case n > 0:
 			s.log.Info("swept expired attachment keys with their unattached files", "deleted", n)
+		}
+		// The event log keeps EventLogRetention; the tickets expired go with it.
+		n, err = 0, nil
+		if s.events != nil {
+			n, err = s.events.SweepEvents(ctx, s.now().Add(-s.eventRetention()).Unix(), store.EventSweepBatch)
+		}
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.Warn("sweep of the event log failed", "err", err, "deleted", n)
+		case n > 0:
+			s.log.Info("swept events older than the retention", "deleted", n)
 		}
 		select {
 		case <-ctx.Done():

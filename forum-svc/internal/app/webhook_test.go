@@ -22,7 +22,7 @@ import (
 	"forumstats.local/forum-svc/internal/webhook"
 )
 
-const aliceKey = "demo-alice-user-key-0123456789abcdef"
+const demoAliceKey = "demo-alice-user-key-0123456789abcdef"
 
 // seedDemo loads the demo forum into gdb.
 func seedDemo(t *testing.T, gdb *gorm.DB) {
@@ -80,7 +80,7 @@ func TestWebhookOfAReply(t *testing.T) {
 			r := httptest.NewRequest(http.MethodPost, "/api/conversation-messages",
 				strings.NewReader(url.Values{"conversation_id": {"10"}, "message": {"[b]hello[/b] hook"}}.Encode()))
 			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			r.Header.Set("Forum-Api-Key", aliceKey)
+			r.Header.Set("Forum-Api-Key", demoAliceKey)
 			w := httptest.NewRecorder()
 			a.Handler().ServeHTTP(w, r)
 			if w.Code != http.StatusOK {

@@ -214,7 +214,13 @@ func (a *Authenticator) Key(ctx context.Context, keyHeader []string) (Key, error
 	if err != nil {
 		return Key{}, err
 	}
-	hash := Hash(plain)
+	return a.KeyByHash(ctx, Hash(plain))
+}
+
+// KeyByHash runs Key's checks after the header's: the key of this hash is known
+// (ErrAPIKeyNotFound) and usable (ErrAPIKeyInactive), through the same cache. A long-lived
+// stream checks its key so, and so stops within the cache's 30 s of the key's deactivation.
+func (a *Authenticator) KeyByHash(ctx context.Context, hash string) (Key, error) {
 	k, found, err := a.keys.get(hash, func() (Key, bool, error) {
 		if d := a.lookups.Allow(ctx, ""); !d.Allowed {
 			return Key{}, false, &BusyError{RetryAfter: d.RetryAfter}

@@ -281,6 +281,12 @@ func WithAttachmentWrite(ctx context.Context, allowed bool) context.Context {
 	return context.WithValue(ctx, attachmentWriteKey{}, allowed)
 }
 
+// AttachmentWrite reads what WithAttachmentWrite recorded in ctx (false when nothing).
+func AttachmentWrite(ctx context.Context) bool {
+	allowed, _ := ctx.Value(attachmentWriteKey{}).(bool)
+	return allowed
+}
+
 // viewer is who the objects are shown to: the user, whether their key may upload attachments,
 // and the time (for the edit time limit).
 type viewer struct {

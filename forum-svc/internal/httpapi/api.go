@@ -54,6 +54,8 @@ type Deps struct {
 	Ready        []server.Check
 	Now          func() time.Time // the clock (time.Now when nil)
 	HTTP         config.HTTP      // the server's read timeout and trusted proxies
+	// Events serves the event stream and its tickets; nil: no such routes.
+	Events *Events
 }
 
 type api struct {
@@ -63,6 +65,8 @@ type api struct {
 	limiter  Limiter
 	failures *failedAuth
 	allow    map[string]string // route path -> Allow header
+	events   *Events
+	now      func() time.Time
 }
 
 // route is one endpoint. GET routes answer HEAD too. Routes with an {id} check it before anything
@@ -120,8 +124,12 @@ func New(d Deps) http.Handler { return newEcho(d) }
 
 // newEcho builds New's handler; the tests read its routes.
 func newEcho(d Deps) *echo.Echo {
+	now := d.Now
+	if now == nil {
+		now = time.Now
+	}
 	a := &api{conv: d.Conversations, att: d.Attachments, auth: d.Auth, limiter: d.Limiter,
-		failures: newFailedAuth(d.AuthFailures, d.Now), allow: map[string]string{}}
+		failures: newFailedAuth(d.AuthFailures, d.Now), allow: map[string]string{}, events: d.Events, now: now}
 	e := server.New(server.Options{
 		Name:         "forum-svc",
 		Logger:       d.Logger,
@@ -134,12 +142,20 @@ func newEcho(d Deps) *echo.Echo {
 	e.Pre(protect)
 	// Every route is served with and without a trailing slash.
 	e.Pre(keepTarget(middleware.RemoveTrailingSlash()))
-	for _, r := range a.routes() {
-		var mw []echo.MiddlewareFunc
+	for _, r := range append(a.routes(), a.eventRoutes()...) {
+		var mw, optionsMW []echo.MiddlewareFunc
+		stream := r.path == pathEvents || r.path == pathTicket
+		if stream {
+			mw = append(mw, a.cors)
+			optionsMW = append(optionsMW, a.cors)
+		}
 		if r.withID {
 			mw = append(mw, parseID)
 		}
-		if r.scope != "" {
+		switch {
+		case r.path == pathEvents:
+			mw = append(mw, a.authenticateStream(r.scope))
+		case r.scope != "":
 			mw = append(mw, a.authenticate(r.scope))
 		}
 		methods := []string{r.method}
@@ -148,7 +164,7 @@ func newEcho(d Deps) *echo.Echo {
 		}
 		e.Match(methods, r.path, r.handler, mw...)
 		// Without this, Echo answers OPTIONS itself (204); here it is a wrong method like any other.
-		e.OPTIONS(r.path, methodNotAllowed)
+		e.OPTIONS(r.path, methodNotAllowed, optionsMW...)
 		a.allow[r.path] = strings.TrimPrefix(a.allow[r.path]+", "+strings.Join(methods, ", "), ", ")
 	}
 	// A static path beside a route with {id} (attachments/new-key beside attachments/{id}) would

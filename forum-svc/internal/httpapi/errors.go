@@ -11,6 +11,7 @@ import (
 	"forumstats.local/forum-svc/internal/attachment"
 	"forumstats.local/forum-svc/internal/auth"
 	"forumstats.local/forum-svc/internal/conversation"
+	"forumstats.local/forum-svc/internal/event"
 	"forumstats.local/shared/server"
 )
 
@@ -64,6 +65,8 @@ const (
 	CodeMalformedBody  = "malformed_body"
 	CodeRequestTimeout = "request_timeout"
 	CodeTooManyFields  = "too_many_fields"
+	// The event stream.
+	CodeInvalidLastEventID = "invalid_last_event_id"
 )
 
 // ErrorBody is the body of every error response.
@@ -108,6 +111,7 @@ var errorTable = []struct {
 	{attachment.ErrNoThumbnail, errorSpec{http.StatusNotFound, CodeNoThumbnail, "The attachment has no thumbnail: it is not a PNG, JPEG or GIF image, or its image is too large to scale."}},
 	{conversation.ErrAttachmentKeyNotFound, errorSpec{http.StatusBadRequest, CodeAttachmentKeyNotFound, "The attachment key is not known, or has expired."}},
 	{conversation.ErrAttachmentKeyUserWrong, errorSpec{http.StatusForbidden, CodeAttachmentKeyUserWrong, "The attachment key belongs to another user."}},
+	{event.ErrInvalidLastEventID, errorSpec{http.StatusBadRequest, CodeInvalidLastEventID, "Last-Event-ID (or last_event_id) must be a non-negative integer."}},
 	{conversation.ErrAttachmentKeyContextWrong, errorSpec{http.StatusBadRequest, CodeAttachmentKeyContext, "The attachment key was given for another conversation."}},
 }
 

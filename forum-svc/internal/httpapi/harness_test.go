@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"forumstats.local/forum-svc/internal/app"
 	"forumstats.local/forum-svc/internal/auth"
+	"forumstats.local/forum-svc/internal/event"
 	"forumstats.local/forum-svc/internal/seed"
 	"forumstats.local/forum-svc/migrations"
 	"forumstats.local/shared/db"
@@ -25,7 +27,12 @@ import (
 	"forumstats.local/shared/testutil"
 )
 
-func TestMain(m *testing.M) { testutil.Run(m) }
+func TestMain(m *testing.M) {
+	if addr := os.Getenv(idleClientsEnv); addr != "" {
+		idleClients(addr) // this binary plays the idle clients of BenchmarkIdleStreams
+	}
+	testutil.Run(m)
+}
 
 // The fixture. Page size 5. Conversation 10 has 10 messages (a multiple of the page size), 11 has
 // 11 (one more), 12 has 3 (a single page); 13 is between dave and erin only. Messages of 10 have
@@ -95,7 +102,7 @@ func fixture() string {
 }
 
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	h     http.Handler
 	gdb   *gorm.DB
 	clock *testutil.Clock
@@ -107,9 +114,11 @@ type envOptions struct {
 	rateLimit    ratelimit.Config
 	authFailures ratelimit.Config // default: out of the way (the tests of the throttle set it)
 	keyLookups   int              // the lookup budget a second; default: auth's
+	corsOrigins  []string         // CORS_ALLOWED_ORIGINS
+	stream       event.StreamOptions
 }
 
-func newEnv(t *testing.T, opts envOptions) *env {
+func newEnv(t testing.TB, opts envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
 	if opts.databaseURL == "" {
@@ -136,8 +145,9 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	clk := testutil.NewClock(time.Unix(now, 0))
 	logs := &testutil.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cfg := app.Config{RateLimit: opts.rateLimit, AuthFailures: opts.authFailures, KeyLookupsPerSecond: opts.keyLookups}
-	svc, err := app.New(ctx, cfg, log, app.WithDB(gdb), app.WithClock(clk.Now))
+	cfg := app.Config{RateLimit: opts.rateLimit, AuthFailures: opts.authFailures, KeyLookupsPerSecond: opts.keyLookups,
+		CORSAllowedOrigins: opts.corsOrigins}
+	svc, err := app.New(ctx, cfg, log, app.WithDB(gdb), app.WithClock(clk.Now), app.WithStreamOptions(opts.stream))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +161,7 @@ type response struct {
 	body   []byte
 }
 
-func (r response) json(t *testing.T) map[string]any {
+func (r response) json(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
 	dec := json.NewDecoder(bytes.NewReader(r.body))

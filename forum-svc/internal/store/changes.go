@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -9,9 +10,10 @@ import (
 	"forumstats.local/forum-svc/internal/event"
 )
 
-// Recorder takes the changes of a write inside the write's transaction, after the change: what it
-// writes commits with the write, and its error rolls the write back (the write then answers that
-// error). The event log and the webhooks' outbox are recorders.
+// Recorder takes the changes of a write inside the write's transaction, after the change (at the
+// end of the transaction, right before its commit): what it writes commits with the write, and
+// its error rolls the write back (the write then answers that error). The event log and the
+// webhooks' outbox are recorders.
 type Recorder interface {
 	Record(tx *gorm.DB, changes []event.Change) error
 }
@@ -20,22 +22,63 @@ type Recorder interface {
 // it. Call it before serving: the list is not guarded against concurrent writes.
 func (s *Store) AddRecorder(r Recorder) { s.recorders = append(s.recorders, r) }
 
-// record hands the write's changes to every recorder, in tx.
-func (s *Store) record(tx *gorm.DB, changes ...event.Change) error {
-	if len(s.recorders) == 0 || len(changes) == 0 {
-		return nil
+// AddCommitted makes fn run with a write's changes once the write has committed (in the writing
+// goroutine, after the transaction): the event stream's fan-out, which must never announce a
+// change a reader cannot find yet. Call it before serving.
+func (s *Store) AddCommitted(fn func([]event.Change)) { s.committed = append(s.committed, fn) }
+
+// pendingKey names, in a write transaction's context, the changes it recorded so far.
+type pendingKey struct{}
+
+type pendingChanges struct{ changes []event.Change }
+
+// tx runs fn in a transaction on the primary. The changes fn records (record) go to the
+// recorders at its end, still in the transaction, right before the commit: a recorder's rows (the
+// event log's per-user counters) stay locked for as short a time as the commit allows, since
+// every write that touches one of the same users waits for them. Once committed, the changes go to
+// the AddCommitted functions.
+func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if !s.recording() {
+		return s.db.WithContext(ctx).Transaction(fn)
 	}
-	for _, r := range s.recorders {
-		if err := r.Record(tx, changes); err != nil {
-			return fmt.Errorf("record changes: %w", err)
+	p := &pendingChanges{}
+	err := s.db.WithContext(context.WithValue(ctx, pendingKey{}, p)).Transaction(func(tx *gorm.DB) error {
+		if err := fn(tx); err != nil {
+			return err
 		}
+		if len(p.changes) == 0 {
+			return nil
+		}
+		for _, r := range s.recorders {
+			if err := r.Record(tx, p.changes); err != nil {
+				return fmt.Errorf("record changes: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(p.changes) > 0 {
+		for _, f := range s.committed {
+			f(p.changes)
+		}
+	}
+	return nil
+}
+
+// record adds changes to the write's list, which the recorders take at the end of its
+// transaction (tx), in the order they were recorded.
+func (s *Store) record(tx *gorm.DB, changes ...event.Change) error {
+	if p, ok := tx.Statement.Context.Value(pendingKey{}).(*pendingChanges); ok {
+		p.changes = append(p.changes, changes...)
 	}
 	return nil
 }
 
 // recording reports whether a write needs to build its changes (some recorder takes them): the
 // participants' query costs a statement.
-func (s *Store) recording() bool { return len(s.recorders) > 0 }
+func (s *Store) recording() bool { return len(s.recorders) > 0 || len(s.committed) > 0 }
 
 // nowUnix is the date of a write whose input carries none.
 func (s *Store) nowUnix() int64 {

@@ -22,7 +22,7 @@ import (
 
 // reactStore is a store on a fresh database of the dialect with users 1..users in conversation
 // 10, whose message 100 is user 1's, and user users+1 in none.
-func reactStore(t *testing.T, dialect string, users int) (*store.Store, *gorm.DB) {
+func reactStore(t testing.TB, dialect string, users int) (*store.Store, *gorm.DB) {
 	t.Helper()
 	ctx := context.Background()
 	u := "sqlite:" + t.TempDir() + "/forum.db"

@@ -37,6 +37,8 @@ type Store struct {
 	pgPage string
 	// recorders take every write's changes inside its transaction (AddRecorder).
 	recorders []Recorder
+	// committed run with a write's changes after it committed (AddCommitted).
+	committed []func([]event.Change)
 	// now dates the changes of writes whose input has no date; nil: time.Now.
 	now func() time.Time
 }

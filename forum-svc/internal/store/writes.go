@@ -55,11 +55,6 @@ func (s *Store) lock(tx *gorm.DB, conversationID, userID int64) (lockedConversat
 	return l, err
 }
 
-// tx runs fn in a transaction on the primary.
-func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	return s.db.WithContext(ctx).Transaction(fn)
-}
-
 // Options implements conversation.WriteStore: on the primary, since the writes check against
 // them.
 func (s *Store) Options(ctx context.Context) (conversation.Options, error) {

@@ -40,6 +40,8 @@ import (
 //     up to RetryMax, each pause lengthened by up to a quarter at random (jitter) so that retries
 //     of many deliveries spread out; a delivery whose next attempt would fall after Window from
 //     its creation is dead-lettered instead (state dead), and its stream moves on.
+//   - A retry that succeeds makes the webhook's other waiting streams due at once (wakeSQL): a
+//     target back from an outage gets its backlog within a poll, not after each stream's backoff.
 
 // Options tune a Worker; zero values take the defaults.
 type Options struct {
@@ -333,14 +335,33 @@ func payload(body []byte) any {
 	return string(body)
 }
 
-// delivered records a success.
+// delivered records a success. A success after failed attempts says the target is back: the
+// webhook's other streams waiting for a retry are made due at once (see wakeSQL).
 func (w *Worker) delivered(d leased, body []byte, status int) error {
 	attempts(StateDelivered).Inc()
-	return w.db.Exec(`UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, last_status = ?, last_error = '',
+	now := w.o.Now().UnixMilli()
+	res := w.db.Exec(`UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, last_status = ?, last_error = '',
 finished_at = ?, lease_owner = '', lease_until = 0, payload = COALESCE(payload, ?)
 WHERE delivery_id = ? AND lease_owner = ? AND state = 'pending'`,
-		status, w.o.Now().UnixMilli(), payload(body), d.ID, w.o.Owner).Error
+		status, now, payload(body), d.ID, w.o.Owner)
+	if res.Error != nil || res.RowsAffected == 0 || d.Attempts == 0 {
+		return res.Error
+	}
+	if err := w.db.Exec(wakeSQL, now, d.WebhookID, now).Error; err != nil {
+		return fmt.Errorf("wake the webhook's waiting deliveries: %w", err)
+	}
+	return nil
 }
+
+// wakeSQL makes a webhook's pending deliveries that wait for a later retry due now. It runs when
+// a delivery to the webhook succeeded after failed attempts: the target that was failing answers
+// again, and the other streams need not sit out the rest of their backoff (after an outage of an
+// hour, up to another hour). A stream's rows all become due together, so its order holds. Only
+// a retry's success wakes them, not a first attempt's: a delivery that fails on its own (a body
+// the target refuses while it takes the others) is then woken at most once per retried delivery
+// that got through, not at every delivery the webhook sends.
+const wakeSQL = `UPDATE webhook_deliveries SET next_attempt_at = ?
+WHERE webhook_id = ? AND state = 'pending' AND next_attempt_at > ?`
 
 // maxError bounds the error text kept with a delivery.
 const maxError = 300

@@ -570,3 +570,67 @@ func TestWaitingStreamLeavesTheDueRows(t *testing.T) {
 		}
 	})
 }
+
+// A retry that gets through makes the webhook's other streams waiting for their retry due at
+// once (the target is back); a first attempt's success does not, so a stream that fails on its
+// own is not retried at every delivery the webhook sends.
+func TestRetrySuccessWakesWaitingStreams(t *testing.T) {
+	dialects(t, func(t *testing.T, gdb *gorm.DB) {
+		ctx := context.Background()
+		var up sync.Map
+		rcv, _ := setup(t, gdb, func(int) int {
+			if _, ok := up.Load("up"); ok {
+				return http.StatusNoContent
+			}
+			return http.StatusServiceUnavailable
+		})
+		enqueue(t, gdb, 1, 1, 2)
+		enqueue(t, gdb, 2, 20)
+		w := newWorker(t, gdb, webhook.Options{AllowPrivate: true, RetryMin: time.Hour, Jitter: func() float64 { return 0 }})
+		if n, err := w.RunOnce(ctx); n != 2 || err != nil {
+			t.Fatalf("RunOnce: %d, %v; want the two heads, failed", n, err)
+		}
+		up.Store("up", true)
+		due := func() int64 {
+			var n int64
+			if err := gdb.Raw(`SELECT COUNT(*) FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ?`,
+				time.Now().UnixMilli()).Scan(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		// A new stream's first attempt succeeds: the waiting streams keep waiting.
+		enqueue(t, gdb, 3, 30)
+		if n, err := w.RunOnce(ctx); n != 1 || err != nil {
+			t.Fatalf("RunOnce: %d, %v; want conversation 3's delivery", n, err)
+		}
+		if n := due(); n != 0 {
+			t.Fatalf("%d due rows after a first attempt's success; want 0 (both streams wait an hour)", n)
+		}
+		// Conversation 1's retry comes due and gets through: conversation 2 is woken.
+		if err := gdb.Exec(`UPDATE webhook_deliveries SET next_attempt_at = 0 WHERE conversation_id = 1`).Error; err != nil {
+			t.Fatal(err)
+		}
+		if n, err := w.RunOnce(ctx); n != 1 || err != nil {
+			t.Fatalf("RunOnce: %d, %v; want conversation 1's head", n, err)
+		}
+		if n := due(); n != 2 {
+			t.Fatalf("%d due rows after a retry's success; want 2 (conversation 1's next, conversation 2's head)", n)
+		}
+		if n, err := w.RunOnce(ctx); n != 2 || err != nil {
+			t.Fatalf("RunOnce: %d, %v; want message 2 and message 20", n, err)
+		}
+		if s := states(t, gdb); s[webhook.StateDelivered] != 4 || s[webhook.StatePending] != 0 {
+			t.Errorf("states %v; want 4 delivered", s)
+		}
+		var order []int64
+		for _, r := range rcv.requests() {
+			if r.verified == nil && decode(t, r.body).Data.ConversationID == 1 {
+				order = append(order, decode(t, r.body).Data.MessageID)
+			}
+		}
+		if fmt.Sprint(order) != "[1 1 2]" {
+			t.Errorf("conversation 1's requests %v; want [1 1 2] (a failed attempt, its retry, then the next)", order)
+		}
+	})
+}

@@ -25,10 +25,10 @@ const (
 // reactRoles are the statements forum-svc runs for POST conversation-messages/{id}/react without
 // an Idempotency-Key, in store.React's order: the message locked for a participant (its
 // conversation kept for the statements after it), the stored reaction, then the insert (or the
-// replacement) or the delete, the score, the change recorded for the webhooks (the conversation's
-// active participants, then the deliveries of the webhooks subscribed to it), and commit.
+// replacement) or the delete, the score, the change recorded (the conversation's active
+// participants, then the webhooks' deliveries and the event log's counters and rows), and commit.
 func reactRoles() []role {
-	return withHousekeeping([]role{
+	return withHousekeeping(append(append([]role{
 		{name: "begin", marker: "begin"},
 		{name: "lock the message", marker: "FOR UPDATE OF m", params: []string{":uid", ":msg"}, gset: true},
 		{name: "read the reaction", marker: "SELECT reaction_id FROM conversation_message_reactions", params: []string{":msg", ":uid"}},
@@ -38,8 +38,7 @@ func reactRoles() []role {
 		{name: "move the score", marker: "UPDATE conversation_messages SET reaction_score", params: []string{":delta", ":msg"}},
 		participantsRole(":conversation_id"),
 		enqueueRole(":conversation_id", ":msg", "reaction.changed"),
-		{name: "commit", marker: "commit"},
-	})
+	}, eventRoles("reaction_changed", ":conversation_id", ":msg")...), role{name: "commit", marker: "commit"}))
 }
 
 // reactScript is the pgbench script of a toggle: the message locked (its user_id and

@@ -30,6 +30,9 @@ func TestReactScriptToggles(t *testing.T) {
 		   PRIMARY KEY (conversation_id, user_id))`,
 		`CREATE TABLE webhook_deliveries (webhook_id BIGINT, conversation_id BIGINT, message_id BIGINT, actor_id BIGINT,
 		   event_type TEXT, event_at BIGINT, created_at BIGINT, next_attempt_at BIGINT)`,
+		`CREATE TABLE event_counters (user_id BIGINT PRIMARY KEY, last_event_id BIGINT NOT NULL)`,
+		`CREATE TABLE event_log (user_id BIGINT, event_id BIGINT, event_type TEXT, conversation_id BIGINT, message_id BIGINT,
+		   actor_id BIGINT, created_at BIGINT, PRIMARY KEY (user_id, event_id))`,
 		`CREATE TABLE conversation_message_reactions (message_id BIGINT, user_id BIGINT, reaction_id BIGINT NOT NULL,
 		   reaction_date BIGINT NOT NULL, PRIMARY KEY (message_id, user_id))`,
 		`INSERT INTO conversation_messages (message_id, conversation_id, user_id) SELECT 100 + g, g, 3 FROM generate_series(0, 15) AS g`,
@@ -52,6 +55,8 @@ func TestReactScriptToggles(t *testing.T) {
 		`INSERT INTO webhook_deliveries (conversation_id, message_id, actor_id, event_type, event_at, created_at, next_attempt_at, webhook_id)
 		 SELECT CAST($1 AS BIGINT), CAST($2 AS BIGINT), CAST($3 AS BIGINT), CAST($4 AS TEXT), CAST($5 AS BIGINT), CAST($6 AS BIGINT),
 		   GREATEST(CAST($7 AS BIGINT), CAST($9 AS BIGINT)), 0 WHERE CAST($8 AS BIGINT) > 0 AND CAST($10 AS TEXT) = 'none'`,
+		`INSERT INTO event_counters (user_id, last_event_id) VALUES ($1, $2), ($3, $4) ON CONFLICT (user_id) DO UPDATE SET last_event_id = event_counters.last_event_id + excluded.last_event_id RETURNING user_id, last_event_id`,
+		`INSERT INTO "event_log" ("user_id","event_id","event_type","conversation_id","message_id","actor_id","created_at") VALUES ($1,$2,$3,$4,$5,$6,$7),($8,$9,$10,$11,$12,$13,$14)`,
 		"commit",
 		`SELECT key_hash FROM api_keys WHERE key_hash = $1`,
 	}
@@ -79,6 +84,13 @@ func TestReactScriptToggles(t *testing.T) {
 	e := &benchEnv{dbURL: dbURL, messages: first, replyConv: 0}
 	if bad, err := reactIntegrity(ctx, e); err != nil || bad != "" {
 		t.Fatalf("after pgbench: %q, %v", bad, err)
+	}
+	// Every toggle logged one event for each participant, numbered without gaps.
+	var events, counted, gaps int
+	if err := conn.QueryRowContext(ctx, `SELECT COUNT(*), (SELECT SUM(last_event_id) FROM event_counters),
+	  COUNT(*) - COUNT(DISTINCT (user_id, event_id)) FROM event_log WHERE event_type = 'reaction_changed'`).Scan(&events, &counted, &gaps); err != nil ||
+		events == 0 || events != counted || gaps != 0 {
+		t.Fatalf("event log: %d rows, counters at %d, %d repeated (%v)", events, counted, gaps, err)
 	}
 	var wrong int
 	if err := conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM conversation_messages WHERE reaction_score NOT IN (0, 1)`).Scan(&wrong); err != nil || wrong != 0 {

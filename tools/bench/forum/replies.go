@@ -60,7 +60,7 @@ const replyText = "A reply from the benchmark, about as long as a short chat mes
 // this plain text is the text itself.
 func replyRoles() []role {
 	text := sqlString(replyText)
-	return withHousekeeping([]role{
+	return withHousekeeping(append(append([]role{
 		{name: "options", marker: "FROM forum_options"},
 		{name: "begin", marker: "begin"},
 		{name: "lock the conversation", marker: "FOR UPDATE OF c", params: []string{":conv", ":uid"}},
@@ -71,12 +71,29 @@ func replyRoles() []role {
 		// left_state: 1 (left) comes back as 0 (in); forum-svc's store.stateLeft and stateIn.
 		{name: "move the participants", marker: "UPDATE conversation_participants SET last_message_date",
 			params: []string{":date", "1", "0", ":uid", ":date", ":date", ":date", ":date", ":conv"}},
+		// The participants who see the reply (users 3 and 4), for the recorders below.
 		participantsRole(":conv"),
-		enqueueRole(":conv", ":message_id", "message.created"),
 		{name: "read the message", marker: "FROM conversation_messages m", params: []string{":uid", ":message_id"}},
 		{name: "read the recipients", marker: "ORDER BY p.user_id", params: []string{":conv", ":uid"}},
-		{name: "commit", marker: "commit"},
-	})
+		// The recorders run last, right before the commit, in the order the service adds them: the
+		// webhooks' deliveries, then the event log (its counters stay locked briefly).
+		enqueueRole(":conv", ":message_id", "message.created"),
+	}, eventRoles("message_created", ":conv", ":message_id")...), role{name: "commit", marker: "commit"}))
+}
+
+// eventRoles are the event log's statements of a change seen by users 3 and 4 (the reply
+// conversations' participants): their counters moved, then one row each, numbered from the counter
+// the transaction just moved (the service reads it from the counter's RETURNING).
+func eventRoles(eventType, conv, message string) []role {
+	row := func(user int) []string {
+		return []string{strconv.Itoa(user), fmt.Sprintf("(SELECT last_event_id FROM event_counters WHERE user_id = %d)", user),
+			sqlString(eventType), conv, message, ":uid", ":date"}
+	}
+	return []role{
+		{name: "count the events", marker: "INSERT INTO event_counters",
+			params: []string{strconv.Itoa(replyUser), "1", strconv.Itoa(replyOther), "1"}},
+		{name: "log the events", marker: "INSERT INTO \"event_log\"", params: append(row(replyUser), row(replyOther)...)},
+	}
 }
 
 // replyScenario is one reply throughput measurement.

@@ -25,6 +25,7 @@ const (
 	perPage    = 20
 	t0         = 1_767_225_600
 	replyUser  = 3
+	replyOther = 4 // the other participant of the reply conversations
 	replyConvs = 16
 	// The rest of the forum: a user's inbox is a small part of conversation_participants, as
 	// on a real forum, which is what the planner's choice of the inbox index depends on.

@@ -45,6 +45,7 @@ const (
 	ErrorCodeInvalidDate                                  ErrorCode = "invalid_date"
 	ErrorCodeInvalidIdempotencyKey                        ErrorCode = "invalid_idempotency_key"
 	ErrorCodeInvalidInput                                 ErrorCode = "invalid_input"
+	ErrorCodeInvalidLastEventId                           ErrorCode = "invalid_last_event_id"
 	ErrorCodeInvalidPage                                  ErrorCode = "invalid_page"
 	ErrorCodeInvalidRecipients                            ErrorCode = "invalid_recipients"
 	ErrorCodeLoginRequired                                ErrorCode = "login_required"
@@ -104,6 +105,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeInvalidIdempotencyKey:
 		return true
 	case ErrorCodeInvalidInput:
+		return true
+	case ErrorCodeInvalidLastEventId:
 		return true
 	case ErrorCodeInvalidPage:
 		return true
@@ -1944,6 +1947,15 @@ type Errors struct {
 	} `json:"errors"`
 }
 
+// EventTicket defines model for EventTicket.
+type EventTicket struct {
+	// ExpiresAt Unix seconds from which the ticket is refused.
+	ExpiresAt int64 `json:"expires_at"`
+
+	// Ticket Opens one stream (GET /api/events?ticket=...), once, before expires_at.
+	Ticket string `json:"ticket"`
+}
+
 // Me defines model for Me.
 type Me struct {
 	Me struct {
@@ -2976,6 +2988,60 @@ type PostStarSlashFormdataBodyStar string
 
 // PostStarSlashMultipartBodyStar defines parameters for PostStarSlash.
 type PostStarSlashMultipartBodyStar string
+
+// GetEventsParams defines parameters for GetEvents.
+type GetEventsParams struct {
+	// LastEventId Last-Event-ID for a first connection, which cannot set the header; the header wins.
+	LastEventId *string `form:"last_event_id,omitempty" json:"last_event_id,omitempty"`
+
+	// Ticket A one-time ticket (POST /api/events/ticket) instead of Forum-Api-Key.
+	Ticket *string `form:"ticket,omitempty" json:"ticket,omitempty"`
+
+	// ForumApiUser Acting user for a super key: a positive decimal integer naming an existing user (else 403 user_id_not_valid). A user or guest key may only name its own user (else 403 user_id_not_allowed). Empty counts as absent.
+	ForumApiUser *ForumApiUser `json:"Forum-Api-User,omitempty"`
+
+	// LastEventID The last event id the client has; a non-negative decimal integer.
+	LastEventID *string `json:"Last-Event-ID,omitempty"`
+}
+
+// HeadEventsParams defines parameters for HeadEvents.
+type HeadEventsParams struct {
+	// ForumApiUser Acting user for a super key: a positive decimal integer naming an existing user (else 403 user_id_not_valid). A user or guest key may only name its own user (else 403 user_id_not_allowed). Empty counts as absent.
+	ForumApiUser *ForumApiUser `json:"Forum-Api-User,omitempty"`
+}
+
+// GetEventsSlashParams defines parameters for GetEventsSlash.
+type GetEventsSlashParams struct {
+	// LastEventId Last-Event-ID for a first connection, which cannot set the header; the header wins.
+	LastEventId *string `form:"last_event_id,omitempty" json:"last_event_id,omitempty"`
+
+	// Ticket A one-time ticket (POST /api/events/ticket) instead of Forum-Api-Key.
+	Ticket *string `form:"ticket,omitempty" json:"ticket,omitempty"`
+
+	// ForumApiUser Acting user for a super key: a positive decimal integer naming an existing user (else 403 user_id_not_valid). A user or guest key may only name its own user (else 403 user_id_not_allowed). Empty counts as absent.
+	ForumApiUser *ForumApiUser `json:"Forum-Api-User,omitempty"`
+
+	// LastEventID The last event id the client has; a non-negative decimal integer.
+	LastEventID *string `json:"Last-Event-ID,omitempty"`
+}
+
+// HeadEventsSlashParams defines parameters for HeadEventsSlash.
+type HeadEventsSlashParams struct {
+	// ForumApiUser Acting user for a super key: a positive decimal integer naming an existing user (else 403 user_id_not_valid). A user or guest key may only name its own user (else 403 user_id_not_allowed). Empty counts as absent.
+	ForumApiUser *ForumApiUser `json:"Forum-Api-User,omitempty"`
+}
+
+// PostEventTicketParams defines parameters for PostEventTicket.
+type PostEventTicketParams struct {
+	// ForumApiUser Acting user for a super key: a positive decimal integer naming an existing user (else 403 user_id_not_valid). A user or guest key may only name its own user (else 403 user_id_not_allowed). Empty counts as absent.
+	ForumApiUser *ForumApiUser `json:"Forum-Api-User,omitempty"`
+}
+
+// PostEventTicketSlashParams defines parameters for PostEventTicketSlash.
+type PostEventTicketSlashParams struct {
+	// ForumApiUser Acting user for a super key: a positive decimal integer naming an existing user (else 403 user_id_not_valid). A user or guest key may only name its own user (else 403 user_id_not_allowed). Empty counts as absent.
+	ForumApiUser *ForumApiUser `json:"Forum-Api-User,omitempty"`
+}
 
 // GetMeParams defines parameters for GetMe.
 type GetMeParams struct {
@@ -4119,6 +4185,60 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/conversations/{id}/star/ (the `PostStarSlash` operationId).
 	PostStarSlashWithFormdataBody(ctx context.Context, id int64, params *PostStarSlashParams, body PostStarSlashFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetEvents Stream the current user's changes
+	//
+	// The current user's changes as server-sent events (text/event-stream), one event per change they may see, each with `id:` (the user's event id, growing by one), `event:` (its type) and `data:` (one line of JSON): conversation_created, conversation_updated and read_state_changed carry `{"conversation": Conversation}`, message_created, message_updated and reaction_changed `{"message": ConversationMessage}`, as the GET operations show them to the user; participant_left carries `{"conversation_id": N}`; unread_count carries `{"me": Me}` when the stream opens and whenever the number of unread conversations changes; resync `{"last_event_id": N}` when the id to resume from is older than the log (kept at least 24 hours): the client must read its conversations afresh. `retry:` is sent once; a comment line at least every 25 seconds.
+	//
+	// Resume: `Last-Event-ID` (or the `last_event_id` query parameter) replays every event after it, then goes on live, without a gap or a repeat. Without it the stream starts with the next change. A browser, whose EventSource sends no headers, opens it with a one-time `ticket` (POST /api/events/ticket) in the query string instead of the key: a ticket unknown, used or expired is 401 api_key_not_found; neither key nor ticket is 400 no_api_key_in_request. The stream ends when the server stops, within 30 seconds of the key's deactivation, or when the client does not take its events within 10 seconds (it resumes with Last-Event-ID). Origins listed in CORS_ALLOWED_ORIGINS may read it from a page.
+	//
+	// Scope: `conversation:read`. A trailing slash on the path is accepted.
+	//
+	// Corresponds with GET /api/events (the `GetEvents` operationId).
+	GetEvents(ctx context.Context, params *GetEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HeadEvents Headers of the event stream
+	//
+	// The status and headers of GET, without the stream. Scope: `conversation:read`.
+	//
+	// Corresponds with HEAD /api/events (the `HeadEvents` operationId).
+	HeadEvents(ctx context.Context, params *HeadEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetEventsSlash Stream the current user's changes
+	//
+	// The current user's changes as server-sent events (text/event-stream), one event per change they may see, each with `id:` (the user's event id, growing by one), `event:` (its type) and `data:` (one line of JSON): conversation_created, conversation_updated and read_state_changed carry `{"conversation": Conversation}`, message_created, message_updated and reaction_changed `{"message": ConversationMessage}`, as the GET operations show them to the user; participant_left carries `{"conversation_id": N}`; unread_count carries `{"me": Me}` when the stream opens and whenever the number of unread conversations changes; resync `{"last_event_id": N}` when the id to resume from is older than the log (kept at least 24 hours): the client must read its conversations afresh. `retry:` is sent once; a comment line at least every 25 seconds.
+	//
+	// Resume: `Last-Event-ID` (or the `last_event_id` query parameter) replays every event after it, then goes on live, without a gap or a repeat. Without it the stream starts with the next change. A browser, whose EventSource sends no headers, opens it with a one-time `ticket` (POST /api/events/ticket) in the query string instead of the key: a ticket unknown, used or expired is 401 api_key_not_found; neither key nor ticket is 400 no_api_key_in_request. The stream ends when the server stops, within 30 seconds of the key's deactivation, or when the client does not take its events within 10 seconds (it resumes with Last-Event-ID). Origins listed in CORS_ALLOWED_ORIGINS may read it from a page.
+	//
+	// Scope: `conversation:read`. A trailing slash on the path is accepted.
+	//
+	// Corresponds with GET /api/events/ (the `GetEventsSlash` operationId).
+	GetEventsSlash(ctx context.Context, params *GetEventsSlashParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// HeadEventsSlash Headers of the event stream
+	//
+	// The status and headers of GET, without the stream. Scope: `conversation:read`.
+	//
+	// Corresponds with HEAD /api/events/ (the `HeadEventsSlash` operationId).
+	HeadEventsSlash(ctx context.Context, params *HeadEventsSlashParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostEventTicket A one-time ticket that opens the event stream
+	//
+	// For a browser page, whose EventSource cannot send Forum-Api-Key: the ticket opens one stream of the current user (GET /api/events?ticket=...) within 60 seconds, once, while the key stays usable. Only its SHA-256 is stored.
+	//
+	// Scope: `conversation:read`. A trailing slash on the path is accepted.
+	//
+	// Corresponds with POST /api/events/ticket (the `PostEventTicket` operationId).
+	PostEventTicket(ctx context.Context, params *PostEventTicketParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostEventTicketSlash A one-time ticket that opens the event stream
+	//
+	// For a browser page, whose EventSource cannot send Forum-Api-Key: the ticket opens one stream of the current user (GET /api/events?ticket=...) within 60 seconds, once, while the key stays usable. Only its SHA-256 is stored.
+	//
+	// Scope: `conversation:read`. A trailing slash on the path is accepted.
+	//
+	// Corresponds with POST /api/events/ticket/ (the `PostEventTicketSlash` operationId).
+	PostEventTicketSlash(ctx context.Context, params *PostEventTicketSlashParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetMe The current user
 	//
@@ -5920,6 +6040,120 @@ func (c *Client) PostStarSlashWithBody(ctx context.Context, id int64, params *Po
 // Corresponds with POST /api/conversations/{id}/star/ (the `PostStarSlash` operationId).
 func (c *Client) PostStarSlashWithFormdataBody(ctx context.Context, id int64, params *PostStarSlashParams, body PostStarSlashFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostStarSlashRequestWithFormdataBody(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetEvents Stream the current user's changes
+//
+// The current user's changes as server-sent events (text/event-stream), one event per change they may see, each with `id:` (the user's event id, growing by one), `event:` (its type) and `data:` (one line of JSON): conversation_created, conversation_updated and read_state_changed carry `{"conversation": Conversation}`, message_created, message_updated and reaction_changed `{"message": ConversationMessage}`, as the GET operations show them to the user; participant_left carries `{"conversation_id": N}`; unread_count carries `{"me": Me}` when the stream opens and whenever the number of unread conversations changes; resync `{"last_event_id": N}` when the id to resume from is older than the log (kept at least 24 hours): the client must read its conversations afresh. `retry:` is sent once; a comment line at least every 25 seconds.
+//
+// Resume: `Last-Event-ID` (or the `last_event_id` query parameter) replays every event after it, then goes on live, without a gap or a repeat. Without it the stream starts with the next change. A browser, whose EventSource sends no headers, opens it with a one-time `ticket` (POST /api/events/ticket) in the query string instead of the key: a ticket unknown, used or expired is 401 api_key_not_found; neither key nor ticket is 400 no_api_key_in_request. The stream ends when the server stops, within 30 seconds of the key's deactivation, or when the client does not take its events within 10 seconds (it resumes with Last-Event-ID). Origins listed in CORS_ALLOWED_ORIGINS may read it from a page.
+//
+// Scope: `conversation:read`. A trailing slash on the path is accepted.
+//
+// Corresponds with GET /api/events (the `GetEvents` operationId).
+func (c *Client) GetEvents(ctx context.Context, params *GetEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HeadEvents Headers of the event stream
+//
+// The status and headers of GET, without the stream. Scope: `conversation:read`.
+//
+// Corresponds with HEAD /api/events (the `HeadEvents` operationId).
+func (c *Client) HeadEvents(ctx context.Context, params *HeadEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHeadEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetEventsSlash Stream the current user's changes
+//
+// The current user's changes as server-sent events (text/event-stream), one event per change they may see, each with `id:` (the user's event id, growing by one), `event:` (its type) and `data:` (one line of JSON): conversation_created, conversation_updated and read_state_changed carry `{"conversation": Conversation}`, message_created, message_updated and reaction_changed `{"message": ConversationMessage}`, as the GET operations show them to the user; participant_left carries `{"conversation_id": N}`; unread_count carries `{"me": Me}` when the stream opens and whenever the number of unread conversations changes; resync `{"last_event_id": N}` when the id to resume from is older than the log (kept at least 24 hours): the client must read its conversations afresh. `retry:` is sent once; a comment line at least every 25 seconds.
+//
+// Resume: `Last-Event-ID` (or the `last_event_id` query parameter) replays every event after it, then goes on live, without a gap or a repeat. Without it the stream starts with the next change. A browser, whose EventSource sends no headers, opens it with a one-time `ticket` (POST /api/events/ticket) in the query string instead of the key: a ticket unknown, used or expired is 401 api_key_not_found; neither key nor ticket is 400 no_api_key_in_request. The stream ends when the server stops, within 30 seconds of the key's deactivation, or when the client does not take its events within 10 seconds (it resumes with Last-Event-ID). Origins listed in CORS_ALLOWED_ORIGINS may read it from a page.
+//
+// Scope: `conversation:read`. A trailing slash on the path is accepted.
+//
+// Corresponds with GET /api/events/ (the `GetEventsSlash` operationId).
+func (c *Client) GetEventsSlash(ctx context.Context, params *GetEventsSlashParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetEventsSlashRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// HeadEventsSlash Headers of the event stream
+//
+// The status and headers of GET, without the stream. Scope: `conversation:read`.
+//
+// Corresponds with HEAD /api/events/ (the `HeadEventsSlash` operationId).
+func (c *Client) HeadEventsSlash(ctx context.Context, params *HeadEventsSlashParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHeadEventsSlashRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostEventTicket A one-time ticket that opens the event stream
+//
+// For a browser page, whose EventSource cannot send Forum-Api-Key: the ticket opens one stream of the current user (GET /api/events?ticket=...) within 60 seconds, once, while the key stays usable. Only its SHA-256 is stored.
+//
+// Scope: `conversation:read`. A trailing slash on the path is accepted.
+//
+// Corresponds with POST /api/events/ticket (the `PostEventTicket` operationId).
+func (c *Client) PostEventTicket(ctx context.Context, params *PostEventTicketParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostEventTicketRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostEventTicketSlash A one-time ticket that opens the event stream
+//
+// For a browser page, whose EventSource cannot send Forum-Api-Key: the ticket opens one stream of the current user (GET /api/events?ticket=...) within 60 seconds, once, while the key stays usable. Only its SHA-256 is stored.
+//
+// Scope: `conversation:read`. A trailing slash on the path is accepted.
+//
+// Corresponds with POST /api/events/ticket/ (the `PostEventTicketSlash` operationId).
+func (c *Client) PostEventTicketSlash(ctx context.Context, params *PostEventTicketSlashParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostEventTicketSlashRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -9989,6 +10223,358 @@ func NewPostStarSlashRequestWithBody(server string, id int64, params *PostStarSl
 	return req, nil
 }
 
+// NewGetEventsRequest constructs an http.Request for the GetEvents method
+func NewGetEventsRequest(server string, params *GetEventsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.LastEventId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "last_event_id", *params.LastEventId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Ticket != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "ticket", *params.Ticket, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ForumApiUser != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Forum-Api-User", *params.ForumApiUser, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Forum-Api-User", headerParam0)
+		}
+
+		if params.LastEventID != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewHeadEventsRequest constructs an http.Request for the HeadEvents method
+func NewHeadEventsRequest(server string, params *HeadEventsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ForumApiUser != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Forum-Api-User", *params.ForumApiUser, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Forum-Api-User", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetEventsSlashRequest constructs an http.Request for the GetEventsSlash method
+func NewGetEventsSlashRequest(server string, params *GetEventsSlashParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/events/")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.LastEventId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "last_event_id", *params.LastEventId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Ticket != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "ticket", *params.Ticket, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ForumApiUser != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Forum-Api-User", *params.ForumApiUser, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Forum-Api-User", headerParam0)
+		}
+
+		if params.LastEventID != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewHeadEventsSlashRequest constructs an http.Request for the HeadEventsSlash method
+func NewHeadEventsSlashRequest(server string, params *HeadEventsSlashParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/events/")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodHead, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ForumApiUser != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Forum-Api-User", *params.ForumApiUser, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Forum-Api-User", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewPostEventTicketRequest constructs an http.Request for the PostEventTicket method
+func NewPostEventTicketRequest(server string, params *PostEventTicketParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/events/ticket")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ForumApiUser != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Forum-Api-User", *params.ForumApiUser, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Forum-Api-User", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewPostEventTicketSlashRequest constructs an http.Request for the PostEventTicketSlash method
+func NewPostEventTicketSlashRequest(server string, params *PostEventTicketSlashParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/events/ticket/")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.ForumApiUser != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Forum-Api-User", *params.ForumApiUser, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Forum-Api-User", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetMeRequest constructs an http.Request for the GetMe method
 func NewGetMeRequest(server string, params *GetMeParams) (*http.Request, error) {
 	var err error
@@ -11511,6 +12097,72 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/conversations/{id}/star/ (the `PostStarSlash` operationId).
 	PostStarSlashWithFormdataBodyWithResponse(ctx context.Context, id int64, params *PostStarSlashParams, body PostStarSlashFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostStarSlashResponse, error)
+
+	// GetEventsWithResponse Stream the current user's changes
+	//
+	// The current user's changes as server-sent events (text/event-stream), one event per change they may see, each with `id:` (the user's event id, growing by one), `event:` (its type) and `data:` (one line of JSON): conversation_created, conversation_updated and read_state_changed carry `{"conversation": Conversation}`, message_created, message_updated and reaction_changed `{"message": ConversationMessage}`, as the GET operations show them to the user; participant_left carries `{"conversation_id": N}`; unread_count carries `{"me": Me}` when the stream opens and whenever the number of unread conversations changes; resync `{"last_event_id": N}` when the id to resume from is older than the log (kept at least 24 hours): the client must read its conversations afresh. `retry:` is sent once; a comment line at least every 25 seconds.
+	//
+	// Resume: `Last-Event-ID` (or the `last_event_id` query parameter) replays every event after it, then goes on live, without a gap or a repeat. Without it the stream starts with the next change. A browser, whose EventSource sends no headers, opens it with a one-time `ticket` (POST /api/events/ticket) in the query string instead of the key: a ticket unknown, used or expired is 401 api_key_not_found; neither key nor ticket is 400 no_api_key_in_request. The stream ends when the server stops, within 30 seconds of the key's deactivation, or when the client does not take its events within 10 seconds (it resumes with Last-Event-ID). Origins listed in CORS_ALLOWED_ORIGINS may read it from a page.
+	//
+	// Scope: `conversation:read`. A trailing slash on the path is accepted.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/events (the `GetEvents` operationId).
+	GetEventsWithResponse(ctx context.Context, params *GetEventsParams, reqEditors ...RequestEditorFn) (*GetEventsResponse, error)
+
+	// HeadEventsWithResponse Headers of the event stream
+	//
+	// The status and headers of GET, without the stream. Scope: `conversation:read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with HEAD /api/events (the `HeadEvents` operationId).
+	HeadEventsWithResponse(ctx context.Context, params *HeadEventsParams, reqEditors ...RequestEditorFn) (*HeadEventsResponse, error)
+
+	// GetEventsSlashWithResponse Stream the current user's changes
+	//
+	// The current user's changes as server-sent events (text/event-stream), one event per change they may see, each with `id:` (the user's event id, growing by one), `event:` (its type) and `data:` (one line of JSON): conversation_created, conversation_updated and read_state_changed carry `{"conversation": Conversation}`, message_created, message_updated and reaction_changed `{"message": ConversationMessage}`, as the GET operations show them to the user; participant_left carries `{"conversation_id": N}`; unread_count carries `{"me": Me}` when the stream opens and whenever the number of unread conversations changes; resync `{"last_event_id": N}` when the id to resume from is older than the log (kept at least 24 hours): the client must read its conversations afresh. `retry:` is sent once; a comment line at least every 25 seconds.
+	//
+	// Resume: `Last-Event-ID` (or the `last_event_id` query parameter) replays every event after it, then goes on live, without a gap or a repeat. Without it the stream starts with the next change. A browser, whose EventSource sends no headers, opens it with a one-time `ticket` (POST /api/events/ticket) in the query string instead of the key: a ticket unknown, used or expired is 401 api_key_not_found; neither key nor ticket is 400 no_api_key_in_request. The stream ends when the server stops, within 30 seconds of the key's deactivation, or when the client does not take its events within 10 seconds (it resumes with Last-Event-ID). Origins listed in CORS_ALLOWED_ORIGINS may read it from a page.
+	//
+	// Scope: `conversation:read`. A trailing slash on the path is accepted.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/events/ (the `GetEventsSlash` operationId).
+	GetEventsSlashWithResponse(ctx context.Context, params *GetEventsSlashParams, reqEditors ...RequestEditorFn) (*GetEventsSlashResponse, error)
+
+	// HeadEventsSlashWithResponse Headers of the event stream
+	//
+	// The status and headers of GET, without the stream. Scope: `conversation:read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with HEAD /api/events/ (the `HeadEventsSlash` operationId).
+	HeadEventsSlashWithResponse(ctx context.Context, params *HeadEventsSlashParams, reqEditors ...RequestEditorFn) (*HeadEventsSlashResponse, error)
+
+	// PostEventTicketWithResponse A one-time ticket that opens the event stream
+	//
+	// For a browser page, whose EventSource cannot send Forum-Api-Key: the ticket opens one stream of the current user (GET /api/events?ticket=...) within 60 seconds, once, while the key stays usable. Only its SHA-256 is stored.
+	//
+	// Scope: `conversation:read`. A trailing slash on the path is accepted.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/events/ticket (the `PostEventTicket` operationId).
+	PostEventTicketWithResponse(ctx context.Context, params *PostEventTicketParams, reqEditors ...RequestEditorFn) (*PostEventTicketResponse, error)
+
+	// PostEventTicketSlashWithResponse A one-time ticket that opens the event stream
+	//
+	// For a browser page, whose EventSource cannot send Forum-Api-Key: the ticket opens one stream of the current user (GET /api/events?ticket=...) within 60 seconds, once, while the key stays usable. Only its SHA-256 is stored.
+	//
+	// Scope: `conversation:read`. A trailing slash on the path is accepted.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/events/ticket/ (the `PostEventTicketSlash` operationId).
+	PostEventTicketSlashWithResponse(ctx context.Context, params *PostEventTicketSlashParams, reqEditors ...RequestEditorFn) (*PostEventTicketSlashResponse, error)
 
 	// GetMeWithResponse The current user
 	//
@@ -18002,6 +18654,616 @@ func (r PostStarSlashResponse) ContentType() string {
 	return ""
 }
 
+// GetEventsResponse429Headers the declared response headers of an HTTP 429 response for GetEvents
+type GetEventsResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Errors
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Errors
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Errors
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON414 the response for an HTTP 414 `application/json` response
+	JSON414 *URITooLong
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *HeadersTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetEventsResponse429Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetEventsResponse) GetJSON400() *Errors {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetEventsResponse) GetJSON401() *Errors {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetEventsResponse) GetJSON403() *Errors {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetEventsResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON414 returns the response for an HTTP 414 `application/json` response
+func (r GetEventsResponse) GetJSON414() *URITooLong {
+	return r.JSON414
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetEventsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r GetEventsResponse) GetJSON431() *HeadersTooLarge {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetEventsResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// HeadEventsResponse429Headers the declared response headers of an HTTP 429 response for HeadEvents
+type HeadEventsResponse429Headers struct {
+	RetryAfter *int
+}
+
+type HeadEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Errors
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Errors
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Errors
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON414 the response for an HTTP 414 `application/json` response
+	JSON414 *URITooLong
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *HeadersTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *HeadEventsResponse429Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r HeadEventsResponse) GetJSON400() *Errors {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r HeadEventsResponse) GetJSON401() *Errors {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r HeadEventsResponse) GetJSON403() *Errors {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r HeadEventsResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON414 returns the response for an HTTP 414 `application/json` response
+func (r HeadEventsResponse) GetJSON414() *URITooLong {
+	return r.JSON414
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r HeadEventsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r HeadEventsResponse) GetJSON431() *HeadersTooLarge {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r HeadEventsResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r HeadEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HeadEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HeadEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HeadEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetEventsSlashResponse429Headers the declared response headers of an HTTP 429 response for GetEventsSlash
+type GetEventsSlashResponse429Headers struct {
+	RetryAfter *int
+}
+
+type GetEventsSlashResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Errors
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Errors
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Errors
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON414 the response for an HTTP 414 `application/json` response
+	JSON414 *URITooLong
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *HeadersTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetEventsSlashResponse429Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetEventsSlashResponse) GetJSON400() *Errors {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetEventsSlashResponse) GetJSON401() *Errors {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetEventsSlashResponse) GetJSON403() *Errors {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r GetEventsSlashResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON414 returns the response for an HTTP 414 `application/json` response
+func (r GetEventsSlashResponse) GetJSON414() *URITooLong {
+	return r.JSON414
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetEventsSlashResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r GetEventsSlashResponse) GetJSON431() *HeadersTooLarge {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetEventsSlashResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetEventsSlashResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetEventsSlashResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetEventsSlashResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetEventsSlashResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// HeadEventsSlashResponse429Headers the declared response headers of an HTTP 429 response for HeadEventsSlash
+type HeadEventsSlashResponse429Headers struct {
+	RetryAfter *int
+}
+
+type HeadEventsSlashResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Errors
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Errors
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Errors
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON414 the response for an HTTP 414 `application/json` response
+	JSON414 *URITooLong
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *HeadersTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *HeadEventsSlashResponse429Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r HeadEventsSlashResponse) GetJSON400() *Errors {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r HeadEventsSlashResponse) GetJSON401() *Errors {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r HeadEventsSlashResponse) GetJSON403() *Errors {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r HeadEventsSlashResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON414 returns the response for an HTTP 414 `application/json` response
+func (r HeadEventsSlashResponse) GetJSON414() *URITooLong {
+	return r.JSON414
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r HeadEventsSlashResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r HeadEventsSlashResponse) GetJSON431() *HeadersTooLarge {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r HeadEventsSlashResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r HeadEventsSlashResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HeadEventsSlashResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HeadEventsSlashResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HeadEventsSlashResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostEventTicketResponse429Headers the declared response headers of an HTTP 429 response for PostEventTicket
+type PostEventTicketResponse429Headers struct {
+	RetryAfter *int
+}
+
+type PostEventTicketResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EventTicket
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Errors
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Errors
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Errors
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON414 the response for an HTTP 414 `application/json` response
+	JSON414 *URITooLong
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *Errors
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *HeadersTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostEventTicketResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostEventTicketResponse) GetJSON200() *EventTicket {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostEventTicketResponse) GetJSON400() *Errors {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostEventTicketResponse) GetJSON401() *Errors {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostEventTicketResponse) GetJSON403() *Errors {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostEventTicketResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON414 returns the response for an HTTP 414 `application/json` response
+func (r PostEventTicketResponse) GetJSON414() *URITooLong {
+	return r.JSON414
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostEventTicketResponse) GetJSON415() *Errors {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostEventTicketResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r PostEventTicketResponse) GetJSON431() *HeadersTooLarge {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostEventTicketResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PostEventTicketResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostEventTicketResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostEventTicketResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostEventTicketResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostEventTicketSlashResponse429Headers the declared response headers of an HTTP 429 response for PostEventTicketSlash
+type PostEventTicketSlashResponse429Headers struct {
+	RetryAfter *int
+}
+
+type PostEventTicketSlashResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EventTicket
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Errors
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Errors
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Errors
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON414 the response for an HTTP 414 `application/json` response
+	JSON414 *URITooLong
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *Errors
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON431 the response for an HTTP 431 `application/json` response
+	JSON431 *HeadersTooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ServerError
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostEventTicketSlashResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostEventTicketSlashResponse) GetJSON200() *EventTicket {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostEventTicketSlashResponse) GetJSON400() *Errors {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostEventTicketSlashResponse) GetJSON401() *Errors {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostEventTicketSlashResponse) GetJSON403() *Errors {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostEventTicketSlashResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON414 returns the response for an HTTP 414 `application/json` response
+func (r PostEventTicketSlashResponse) GetJSON414() *URITooLong {
+	return r.JSON414
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PostEventTicketSlashResponse) GetJSON415() *Errors {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostEventTicketSlashResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON431 returns the response for an HTTP 431 `application/json` response
+func (r PostEventTicketSlashResponse) GetJSON431() *HeadersTooLarge {
+	return r.JSON431
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostEventTicketSlashResponse) GetJSON500() *ServerError {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PostEventTicketSlashResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostEventTicketSlashResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostEventTicketSlashResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostEventTicketSlashResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetMeResponse429Headers the declared response headers of an HTTP 429 response for GetMe
 type GetMeResponse429Headers struct {
 	RetryAfter *int
@@ -20647,6 +21909,108 @@ func (c *ClientWithResponses) PostStarSlashWithFormdataBodyWithResponse(ctx cont
 		return nil, err
 	}
 	return ParsePostStarSlashResponse(rsp)
+}
+
+// GetEventsWithResponse Stream the current user's changes
+//
+// The current user's changes as server-sent events (text/event-stream), one event per change they may see, each with `id:` (the user's event id, growing by one), `event:` (its type) and `data:` (one line of JSON): conversation_created, conversation_updated and read_state_changed carry `{"conversation": Conversation}`, message_created, message_updated and reaction_changed `{"message": ConversationMessage}`, as the GET operations show them to the user; participant_left carries `{"conversation_id": N}`; unread_count carries `{"me": Me}` when the stream opens and whenever the number of unread conversations changes; resync `{"last_event_id": N}` when the id to resume from is older than the log (kept at least 24 hours): the client must read its conversations afresh. `retry:` is sent once; a comment line at least every 25 seconds.
+//
+// Resume: `Last-Event-ID` (or the `last_event_id` query parameter) replays every event after it, then goes on live, without a gap or a repeat. Without it the stream starts with the next change. A browser, whose EventSource sends no headers, opens it with a one-time `ticket` (POST /api/events/ticket) in the query string instead of the key: a ticket unknown, used or expired is 401 api_key_not_found; neither key nor ticket is 400 no_api_key_in_request. The stream ends when the server stops, within 30 seconds of the key's deactivation, or when the client does not take its events within 10 seconds (it resumes with Last-Event-ID). Origins listed in CORS_ALLOWED_ORIGINS may read it from a page.
+//
+// Scope: `conversation:read`. A trailing slash on the path is accepted.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/events (the `GetEvents` operationId).
+func (c *ClientWithResponses) GetEventsWithResponse(ctx context.Context, params *GetEventsParams, reqEditors ...RequestEditorFn) (*GetEventsResponse, error) {
+	rsp, err := c.GetEvents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetEventsResponse(rsp)
+}
+
+// HeadEventsWithResponse Headers of the event stream
+//
+// The status and headers of GET, without the stream. Scope: `conversation:read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with HEAD /api/events (the `HeadEvents` operationId).
+func (c *ClientWithResponses) HeadEventsWithResponse(ctx context.Context, params *HeadEventsParams, reqEditors ...RequestEditorFn) (*HeadEventsResponse, error) {
+	rsp, err := c.HeadEvents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHeadEventsResponse(rsp)
+}
+
+// GetEventsSlashWithResponse Stream the current user's changes
+//
+// The current user's changes as server-sent events (text/event-stream), one event per change they may see, each with `id:` (the user's event id, growing by one), `event:` (its type) and `data:` (one line of JSON): conversation_created, conversation_updated and read_state_changed carry `{"conversation": Conversation}`, message_created, message_updated and reaction_changed `{"message": ConversationMessage}`, as the GET operations show them to the user; participant_left carries `{"conversation_id": N}`; unread_count carries `{"me": Me}` when the stream opens and whenever the number of unread conversations changes; resync `{"last_event_id": N}` when the id to resume from is older than the log (kept at least 24 hours): the client must read its conversations afresh. `retry:` is sent once; a comment line at least every 25 seconds.
+//
+// Resume: `Last-Event-ID` (or the `last_event_id` query parameter) replays every event after it, then goes on live, without a gap or a repeat. Without it the stream starts with the next change. A browser, whose EventSource sends no headers, opens it with a one-time `ticket` (POST /api/events/ticket) in the query string instead of the key: a ticket unknown, used or expired is 401 api_key_not_found; neither key nor ticket is 400 no_api_key_in_request. The stream ends when the server stops, within 30 seconds of the key's deactivation, or when the client does not take its events within 10 seconds (it resumes with Last-Event-ID). Origins listed in CORS_ALLOWED_ORIGINS may read it from a page.
+//
+// Scope: `conversation:read`. A trailing slash on the path is accepted.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/events/ (the `GetEventsSlash` operationId).
+func (c *ClientWithResponses) GetEventsSlashWithResponse(ctx context.Context, params *GetEventsSlashParams, reqEditors ...RequestEditorFn) (*GetEventsSlashResponse, error) {
+	rsp, err := c.GetEventsSlash(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetEventsSlashResponse(rsp)
+}
+
+// HeadEventsSlashWithResponse Headers of the event stream
+//
+// The status and headers of GET, without the stream. Scope: `conversation:read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with HEAD /api/events/ (the `HeadEventsSlash` operationId).
+func (c *ClientWithResponses) HeadEventsSlashWithResponse(ctx context.Context, params *HeadEventsSlashParams, reqEditors ...RequestEditorFn) (*HeadEventsSlashResponse, error) {
+	rsp, err := c.HeadEventsSlash(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHeadEventsSlashResponse(rsp)
+}
+
+// PostEventTicketWithResponse A one-time ticket that opens the event stream
+//
+// For a browser page, whose EventSource cannot send Forum-Api-Key: the ticket opens one stream of the current user (GET /api/events?ticket=...) within 60 seconds, once, while the key stays usable. Only its SHA-256 is stored.
+//
+// Scope: `conversation:read`. A trailing slash on the path is accepted.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/events/ticket (the `PostEventTicket` operationId).
+func (c *ClientWithResponses) PostEventTicketWithResponse(ctx context.Context, params *PostEventTicketParams, reqEditors ...RequestEditorFn) (*PostEventTicketResponse, error) {
+	rsp, err := c.PostEventTicket(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostEventTicketResponse(rsp)
+}
+
+// PostEventTicketSlashWithResponse A one-time ticket that opens the event stream
+//
+// For a browser page, whose EventSource cannot send Forum-Api-Key: the ticket opens one stream of the current user (GET /api/events?ticket=...) within 60 seconds, once, while the key stays usable. Only its SHA-256 is stored.
+//
+// Scope: `conversation:read`. A trailing slash on the path is accepted.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/events/ticket/ (the `PostEventTicketSlash` operationId).
+func (c *ClientWithResponses) PostEventTicketSlashWithResponse(ctx context.Context, params *PostEventTicketSlashParams, reqEditors ...RequestEditorFn) (*PostEventTicketSlashResponse, error) {
+	rsp, err := c.PostEventTicketSlash(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostEventTicketSlashResponse(rsp)
 }
 
 // GetMeWithResponse The current user
@@ -26873,6 +28237,568 @@ func ParsePostStarSlashResponse(rsp *http.Response) (*PostStarSlashResponse, err
 	switch {
 	case rsp.StatusCode == 429:
 		var headers PostStarSlashResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetEventsResponse parses an HTTP response from a GetEventsWithResponse call
+func ParseGetEventsResponse(rsp *http.Response) (*GetEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Errors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Errors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Errors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 414:
+		var dest URITooLong
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON414 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest HeadersTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetEventsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseHeadEventsResponse parses an HTTP response from a HeadEventsWithResponse call
+func ParseHeadEventsResponse(rsp *http.Response) (*HeadEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HeadEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Errors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Errors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Errors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 414:
+		var dest URITooLong
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON414 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest HeadersTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers HeadEventsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetEventsSlashResponse parses an HTTP response from a GetEventsSlashWithResponse call
+func ParseGetEventsSlashResponse(rsp *http.Response) (*GetEventsSlashResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetEventsSlashResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Errors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Errors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Errors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 414:
+		var dest URITooLong
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON414 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest HeadersTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetEventsSlashResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseHeadEventsSlashResponse parses an HTTP response from a HeadEventsSlashWithResponse call
+func ParseHeadEventsSlashResponse(rsp *http.Response) (*HeadEventsSlashResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HeadEventsSlashResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Errors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Errors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Errors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 414:
+		var dest URITooLong
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON414 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest HeadersTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers HeadEventsSlashResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostEventTicketResponse parses an HTTP response from a PostEventTicketWithResponse call
+func ParsePostEventTicketResponse(rsp *http.Response) (*PostEventTicketResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostEventTicketResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EventTicket
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Errors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Errors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Errors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 414:
+		var dest URITooLong
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON414 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Errors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest HeadersTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostEventTicketResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostEventTicketSlashResponse parses an HTTP response from a PostEventTicketSlashWithResponse call
+func ParsePostEventTicketSlashResponse(rsp *http.Response) (*PostEventTicketSlashResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostEventTicketSlashResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EventTicket
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Errors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Errors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Errors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 414:
+		var dest URITooLong
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON414 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Errors
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 431:
+		var dest HeadersTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON431 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ServerError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostEventTicketSlashResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
