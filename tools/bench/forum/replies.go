@@ -23,17 +23,20 @@ func withHousekeeping(roles []role) []role {
 		role{name: "acting user", marker: "SELECT 1 FROM users WHERE user_id", cached: true},
 		role{name: "connection check", marker: "-- ping", cached: true},
 		// What the service runs in the background, whatever the requests: the webhooks' worker's
-		// poll for due deliveries, the sweeps of expired Idempotency-Key answers and attachment
-		// keys (at start, then every IDEMPOTENCY_SWEEP_INTERVAL), and the message_parsed backfill
-		// at start (which may still run, or sweep, when a loaded machine is slow to start them).
+		// poll for due deliveries, the sweeps of expired Idempotency-Key answers, attachment keys,
+		// stream tickets and events (at start, then every IDEMPOTENCY_SWEEP_INTERVAL), and the
+		// message_parsed backfill at start (a loaded machine may run them late, while the bench
+		// captures a request's statements).
 		role{name: "webhook poll", marker: "UPDATE webhook_deliveries SET lease_owner", cached: true},
 		role{name: "sweep of answers", marker: "DELETE FROM idempotency_keys WHERE (api_key_hash", cached: true},
 		role{name: "sweep of attachment keys", marker: "DELETE FROM attachment_keys WHERE attachment_key IN (", cached: true},
+		role{name: "sweep of event tickets", marker: "DELETE FROM event_tickets WHERE expires_at", cached: true},
+		role{name: "sweep of events", marker: "DELETE FROM event_log WHERE (user_id, event_id)", cached: true},
 		role{name: "message_parsed backfill", marker: "(message_parsed IS NULL OR message_parsed = '')", cached: true})
 }
 
 // participantsRole is the read of the conversation's active participants with which a write
-// records its change for the webhooks (store.recordForParticipants); conv is its parameter.
+// records its change for the recorders (store.recordForParticipants); conv is its parameter.
 func participantsRole(conv string) role {
 	return role{name: "read the participants", marker: "SELECT user_id FROM conversation_participants WHERE conversation_id",
 		params: []string{conv}}
