@@ -82,14 +82,10 @@ func measure(ctx context.Context, e *benchEnv, o options) (results, error) {
 		defer t.load.close()
 		r.runs = append(r.runs, t)
 	}
-	since, err := dbNow(ctx, e.dbURL)
-	if err != nil {
-		return r, err
-	}
 	if err := measureLatency(r.runs, path, e.key, e.lastPage, o.samples); err != nil {
 		return r, err
 	}
-	stmt, err := pageStatement(ctx, e.dbURL, since)
+	stmt, err := pageStatement(ctx, e, path)
 	if err != nil {
 		return r, err
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -195,39 +196,29 @@ func createKey(ctx context.Context, bin string, env []string, user int, scopes s
 }
 
 // pageStatement is the message-page statement as the service sent it to PostgreSQL, read from
-// pg_stat_activity once the service has served pages: the last statement of each of its
-// connections that reads messages and started at or after since (the database's clock, dbNow,
-// before the pages were asked for), so that a connection idle since an earlier statement on
-// messages (the backfill's at start) is not taken for a page's. pgbench runs exactly that text.
-func pageStatement(ctx context.Context, dbURL string, since time.Time) (string, error) {
-	conn, err := sql.Open("pgx", dbURL)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	rows, err := conn.QueryContext(ctx, `
-SELECT DISTINCT query, (SELECT setting::int FROM pg_settings WHERE name = 'track_activity_query_size')
-FROM pg_stat_activity
-WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%conversation_messages%'
-  AND query_start >= $1`, since)
-	if err != nil {
-		return "", err
-	}
-	defer rows.Close()
-	var found []string
-	for rows.Next() {
-		var q string
-		var limit int
-		if err := rows.Scan(&q, &limit); err != nil {
-			return "", err
+// pg_stat_activity while the service serves a few hundred pages (sampleStatements): the one
+// statement on conversation_messages among those, the service's background statements left out
+// (withHousekeeping), since the pool hands the page's connection to them between two polls.
+// pgbench runs exactly that text.
+func pageStatement(ctx context.Context, e *benchEnv, path string) (string, error) {
+	client := &http.Client{}
+	statements, err := sampleStatements(ctx, e.dbURL, func() error {
+		for i := range 300 {
+			if _, err := get(client, e.svc.URL+path+strconv.Itoa(1+i*7919%e.lastPage), e.key); err != nil {
+				return err
+			}
 		}
-		if len(q) >= limit-1 {
-			return "", fmt.Errorf("the page statement is cut at track_activity_query_size (%d bytes): raise it", limit)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	var found []string
+	for _, q := range statements {
+		if !strings.Contains(q, "conversation_messages") || isHousekeeping(q) {
+			continue
 		}
 		found = append(found, q)
-	}
-	if err := rows.Err(); err != nil {
-		return "", err
 	}
 	if len(found) != 1 {
 		return "", errors.New("expected one message-page statement in pg_stat_activity, found: " + strings.Join(found, " | "))
@@ -235,14 +226,13 @@ WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%
 	return found[0], nil
 }
 
-// dbNow is the database server's clock, which pg_stat_activity's query_start follows.
-func dbNow(ctx context.Context, dbURL string) (time.Time, error) {
-	conn, err := sql.Open("pgx", dbURL)
-	if err != nil {
-		return time.Time{}, err
+// isHousekeeping tells whether q is one of the statements withHousekeeping knows.
+func isHousekeeping(q string) bool {
+	folded := strings.Join(strings.Fields(q), " ")
+	for _, r := range withHousekeeping(nil) {
+		if strings.Contains(folded, r.marker) {
+			return true
+		}
 	}
-	defer conn.Close()
-	var now time.Time
-	err = conn.QueryRowContext(ctx, `SELECT clock_timestamp()`).Scan(&now)
-	return now, err
+	return false
 }
