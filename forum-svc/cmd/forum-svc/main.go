@@ -10,7 +10,8 @@
 //	forum-svc webhook receive --addr A --secret whsec_...   (a target for local runs)
 //
 // Every command exits 0 on success and 1 with a one-line error on stderr otherwise. `migrate`
-// applies pending migrations; every other command does so first unless MIGRATE_ON_START=false.
+// applies pending migrations (then stores the HTML of messages older than message_parsed);
+// every other command applies them first unless MIGRATE_ON_START=false.
 // This file is flags, dispatch and signals only; internal/app runs the commands.
 package main
 

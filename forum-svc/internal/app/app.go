@@ -48,8 +48,10 @@ type App struct {
 	handler http.Handler
 
 	retries retrySweeper // the store: its sweep deletes on the primary, whatever the reads use
-	log     *slog.Logger
-	now     func() time.Time
+	// backfill stores the HTML of the messages written before message_parsed existed (the store).
+	backfill backfiller
+	log      *slog.Logger
+	now      func() time.Time
 
 	backend *backend.Backend
 	reads   *db.Reads
@@ -93,7 +95,7 @@ func (a *App) build(o options) error {
 		return err
 	}
 	st.RouteReads(a.reads)
-	a.retries = st
+	a.retries, a.backfill = st, st
 	if err := a.buildWebhooks(st, o); err != nil {
 		return err
 	}
@@ -153,12 +155,14 @@ func (a *App) Handler() http.Handler { return a.handler }
 
 // Run serves the handler on cfg.HTTPAddr until ctx is done (`forum-svc serve`), sweeping the
 // expired Idempotency-Key answers every cfg.RetrySweepInterval and sending the webhooks'
-// deliveries (webhooks.go) meanwhile.
+// deliveries (webhooks.go) meanwhile, and storing at once the HTML of the messages written before
+// message_parsed existed (backfill.go).
 func (a *App) Run(ctx context.Context) error {
 	// The sweep ends before Run returns, so before Close closes the database, also when the
 	// server fails to start.
 	defer a.startSweep(ctx, a.cfg.RetrySweepInterval)()
 	defer a.startWebhooks(ctx)()
+	defer a.startBackfill(ctx)()
 	// The event streams end when ctx is done, so that the server's shutdown does not wait for them.
 	stop := context.AfterFunc(ctx, a.hub.Close)
 	defer stop()

@@ -17,9 +17,7 @@ import (
 	"forumstats.local/forum-svc/internal/seed"
 	"forumstats.local/forum-svc/internal/store"
 	"forumstats.local/forum-svc/internal/webhook"
-	"forumstats.local/forum-svc/migrations"
 	"forumstats.local/shared/db"
-	"forumstats.local/shared/migrate"
 )
 
 // The commands other than serve, each a function of (ctx, cfg, log, its inputs) like Serve and
@@ -27,9 +25,20 @@ import (
 // messages, prefixed by the command's name; the database is opened only once the input has been
 // checked, so a refused input never touches it.
 
-// Migrate runs `forum-svc migrate`: it applies the pending migrations whatever MIGRATE_ON_START.
+// Migrate runs `forum-svc migrate`: it applies the pending migrations whatever MIGRATE_ON_START,
+// then stores the HTML of the messages written before message_parsed existed (backfill.go), so
+// that a deployment that migrates first starts its instances with nothing left to render.
 func Migrate(ctx context.Context, cfg Config, log *slog.Logger) error {
-	return migrate.Apply(ctx, cfg.DatabaseURL, log, migrations.Set)
+	gdb, err := openDB(ctx, cfg.DatabaseURL, log, true)
+	if err != nil {
+		return err
+	}
+	defer db.Close(gdb)
+	st, err := store.New(gdb)
+	if err != nil {
+		return err
+	}
+	return backfillMessageParsed(ctx, st, log)
 }
 
 // Seed runs `forum-svc seed --file path`: the whole file is checked, then written in one

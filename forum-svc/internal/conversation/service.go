@@ -122,8 +122,8 @@ type MessageRow struct {
 	MessageDate    int64
 	UserID         int64
 	Username       string
-	// MessageParsed is the stored HTML; "" for a message stored before it was kept (rendered when
-	// read).
+	// MessageParsed is the stored HTML; "" for a message stored before it was kept that the
+	// backfill (store.BackfillMessageParsed) has not reached yet: rendered when read.
 	MessageParsed string
 	ReactionScore int64
 	// VisitorReactionID is the reader's reaction to it; 0: none.

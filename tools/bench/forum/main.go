@@ -11,12 +11,19 @@
 //  4. Replies: 16 clients replying to one conversation reach at least 50% of the transactions per
 //     second of pgbench running the statements the service ran for a reply; 16 clients replying to
 //     16 conversations at least 70%.
+//  5. Reactions: 16 clients toggling a Like on 16 messages reach at least 70% of the transactions
+//     per second of pgbench running the statements the service ran for a reaction.
+//  6. Attachments: a 10 MiB file uploads and downloads through the service at no less than 50%
+//     of the MiB/s of a plain pgx client writing and reading the same chunks with the store's
+//     statements; the service's peak resident set grows by less than 8 MiB while 8 such uploads
+//     run at once.
 //
 // It treats the service as a black box: it builds forum-svc, creates a database, applies the
 // migrations with `forum-svc migrate`, fills the conversations with plain SQL, creates the
 // reader's and the replier's API keys with `forum-svc apikey create`, starts `forum-svc serve`,
 // measures over HTTP beside pgbench (setup.go; measure.go; the list, inbox.go; the replies,
-// replies.go, with the statements read back from PostgreSQL, capture.go), prints the figures
+// replies.go, with the statements read back from PostgreSQL, capture.go; reactions.go;
+// attachments.go, on a forum-svc of their own), prints the figures
 // (report.go) and exits 1 if a target is missed.
 //
 //	go run ./tools/bench/forum [-admin-url postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable]

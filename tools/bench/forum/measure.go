@@ -42,6 +42,12 @@ type results struct {
 	// breaks positions 1..N or its counters ("" when none).
 	replyConvsChecked, replyMessages int64
 	replyBroken                      string
+	reactions                        *throughput
+	reactScript                      string // the pgbench script of a reaction
+	// After the reaction runs: the first reacted message whose reaction_score is not the number
+	// of its Likes ("" when none).
+	reactBroken string
+	attach      attachResults
 }
 
 // throughput is one service's figures: its page latencies and its side of the throughput rounds.
@@ -79,7 +85,7 @@ func measure(ctx context.Context, e *benchEnv, o options) (results, error) {
 	if err := measureLatency(r.runs, path, e.key, e.lastPage, o.samples); err != nil {
 		return r, err
 	}
-	stmt, err := pageStatement(ctx, e.dbURL)
+	stmt, err := pageStatement(ctx, e, path)
 	if err != nil {
 		return r, err
 	}
@@ -99,8 +105,21 @@ func measure(ctx context.Context, e *benchEnv, o options) (results, error) {
 	if r.replyScript, err = measureReplies(ctx, e, o, r.replies); err != nil {
 		return r, fmt.Errorf("replies: %w", err)
 	}
-	r.replyConvsChecked, r.replyMessages, r.replyBroken, err = replyIntegrity(ctx, e)
-	return r, err
+	if r.replyConvsChecked, r.replyMessages, r.replyBroken, err = replyIntegrity(ctx, e); err != nil {
+		return r, err
+	}
+	if r.reactions, r.reactScript, err = measureReactions(ctx, e, o); err != nil {
+		return r, fmt.Errorf("reactions: %w", err)
+	}
+	if r.reactBroken, err = reactIntegrity(ctx, e); err != nil {
+		return r, err
+	}
+	// Last: the attachment statements, left as their connections' last in pg_stat_activity, name
+	// conversation_messages too, which pageStatement would take for pages.
+	if r.attach, err = measureAttachments(ctx, e, o); err != nil {
+		return r, fmt.Errorf("attachments: %w", err)
+	}
+	return r, nil
 }
 
 // measureLatency times the first and the last page of every build.

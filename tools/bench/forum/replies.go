@@ -21,7 +21,35 @@ func withHousekeeping(roles []role) []role {
 	return append(roles,
 		role{name: "API key", marker: "FROM api_keys WHERE key_hash", cached: true},
 		role{name: "acting user", marker: "SELECT 1 FROM users WHERE user_id", cached: true},
-		role{name: "connection check", marker: "-- ping", cached: true})
+		role{name: "connection check", marker: "-- ping", cached: true},
+		// What the service runs in the background, whatever the requests: the webhooks' worker's
+		// poll for due deliveries, the sweeps of expired Idempotency-Key answers, attachment keys,
+		// stream tickets and events (at start, then every IDEMPOTENCY_SWEEP_INTERVAL), and the
+		// message_parsed backfill at start (a loaded machine may run them late, while the bench
+		// captures a request's statements).
+		role{name: "webhook poll", marker: "UPDATE webhook_deliveries SET lease_owner", cached: true},
+		role{name: "sweep of answers", marker: "DELETE FROM idempotency_keys WHERE (api_key_hash", cached: true},
+		role{name: "sweep of attachment keys", marker: "DELETE FROM attachment_keys WHERE attachment_key IN (", cached: true},
+		role{name: "sweep of event tickets", marker: "DELETE FROM event_tickets WHERE expires_at", cached: true},
+		role{name: "sweep of events", marker: "DELETE FROM event_log WHERE (user_id, event_id)", cached: true},
+		role{name: "message_parsed backfill", marker: "(message_parsed IS NULL OR message_parsed = '')", cached: true})
+}
+
+// participantsRole is the read of the conversation's active participants with which a write
+// records its change for the recorders (store.recordForParticipants); conv is its parameter.
+func participantsRole(conv string) role {
+	return role{name: "read the participants", marker: "SELECT user_id FROM conversation_participants WHERE conversation_id",
+		params: []string{conv}}
+}
+
+// enqueueRole is the insert of a change's webhook deliveries (webhook.Enqueue), in the write's
+// transaction: the conversation, the message, the actor, the event type, its date and the
+// enqueue time in milliseconds (:ms) as the statement takes them. The bench's database has no
+// webhooks, so it inserts nothing on either side.
+func enqueueRole(conv, message, eventType string) role {
+	t := sqlString(eventType)
+	return role{name: "enqueue webhook deliveries", marker: "INSERT INTO webhook_deliveries",
+		params: []string{conv, message, ":uid", t, ":date", ":ms", ":ms", conv, ":ms", t}}
 }
 
 // replyText is every reply's message.
@@ -35,10 +63,10 @@ const replyText = "A reply from the benchmark, about as long as a short chat mes
 // this plain text is the text itself.
 func replyRoles() []role {
 	text := sqlString(replyText)
-	return withHousekeeping([]role{
+	return withHousekeeping(append(append([]role{
 		{name: "options", marker: "FROM forum_options"},
 		{name: "begin", marker: "begin"},
-		{name: "lock the conversation", marker: "FOR UPDATE", params: []string{":conv", ":uid"}},
+		{name: "lock the conversation", marker: "FOR UPDATE OF c", params: []string{":conv", ":uid"}},
 		{name: "insert the message", marker: "INSERT INTO conversation_messages", gset: true,
 			params: []string{":conv", ":uid", text, text, ":date", ":conv"}},
 		{name: "move the conversation", marker: "UPDATE conversations SET message_count",
@@ -46,25 +74,29 @@ func replyRoles() []role {
 		// left_state: 1 (left) comes back as 0 (in); forum-svc's store.stateLeft and stateIn.
 		{name: "move the participants", marker: "UPDATE conversation_participants SET last_message_date",
 			params: []string{":date", "1", "0", ":uid", ":date", ":date", ":date", ":date", ":conv"}},
-		// The event log: the participants who see the reply (users 3 and 4), then (below) their
-		// counters and one row each, numbered from the counter the transaction just moved (the
-		// service reads it from the counter's RETURNING).
-		{name: "the participants who see it", marker: "SELECT user_id FROM conversation_participants WHERE conversation_id",
-			params: []string{":conv"}},
+		// The participants who see the reply (users 3 and 4), for the recorders below.
+		participantsRole(":conv"),
 		{name: "read the message", marker: "FROM conversation_messages m", params: []string{":uid", ":message_id"}},
 		{name: "read the recipients", marker: "ORDER BY p.user_id", params: []string{":conv", ":uid"}},
-		// The recorders run last, right before the commit, so that the counters stay locked briefly.
-		{name: "count the events", marker: "INSERT INTO event_counters",
-			params: []string{strconv.Itoa(replyUser), "1", strconv.Itoa(replyOther), "1"}},
-		{name: "log the events", marker: "INSERT INTO \"event_log\"", params: append(eventRow(replyUser), eventRow(replyOther)...)},
-		{name: "commit", marker: "commit"},
-	})
+		// The recorders run last, right before the commit, in the order the service adds them: the
+		// webhooks' deliveries, then the event log (its counters stay locked briefly).
+		enqueueRole(":conv", ":message_id", "message.created"),
+	}, eventRoles("message_created", ":conv", ":message_id")...), role{name: "commit", marker: "commit"}))
 }
 
-// eventRow is the parameters of the event log row of a bench reply for user.
-func eventRow(user int) []string {
-	return []string{strconv.Itoa(user), fmt.Sprintf("(SELECT last_event_id FROM event_counters WHERE user_id = %d)", user),
-		sqlString("message_created"), ":conv", ":message_id", ":uid", ":date"}
+// eventRoles are the event log's statements of a change seen by users 3 and 4 (the reply
+// conversations' participants): their counters moved, then one row each, numbered from the counter
+// the transaction just moved (the service reads it from the counter's RETURNING).
+func eventRoles(eventType, conv, message string) []role {
+	row := func(user int) []string {
+		return []string{strconv.Itoa(user), fmt.Sprintf("(SELECT last_event_id FROM event_counters WHERE user_id = %d)", user),
+			sqlString(eventType), conv, message, ":uid", ":date"}
+	}
+	return []role{
+		{name: "count the events", marker: "INSERT INTO event_counters",
+			params: []string{strconv.Itoa(replyUser), "1", strconv.Itoa(replyOther), "1"}},
+		{name: "log the events", marker: "INSERT INTO \"event_log\"", params: append(row(replyUser), row(replyOther)...)},
+	}
 }
 
 // replyScenario is one reply throughput measurement.
@@ -108,6 +140,7 @@ func measureReplies(ctx context.Context, e *benchEnv, o options, scenarios []*re
 		}
 		script, err := rolesScript([]string{
 			"conv " + conv, "uid " + strconv.Itoa(replyUser), "date " + strconv.FormatInt(time.Now().Unix(), 10),
+			"ms " + strconv.FormatInt(time.Now().UnixMilli(), 10),
 		}, ordered, roles)
 		if err != nil {
 			return "", err

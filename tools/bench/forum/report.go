@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"forumstats.local/tools/bench"
+	"forumstats.local/tools/stack"
 )
 
 // The targets (forum-svc/README.md, "Tests and benchmark").
@@ -16,6 +17,9 @@ const (
 	maxListLatencyRatio = 3.0  // the conversation list's last page / first page, medians
 	minReplyOneRatio    = 0.50 // replies into one conversation: HTTP requests/s / pgbench tps
 	minReplyManyRatio   = 0.70 // replies into replyConvs conversations
+	minReactRatio       = 0.70 // reactions: HTTP requests/s / pgbench tps
+	minAttachRatio      = 0.50 // attachments: HTTP MiB/s / pgx MiB/s, each way
+	maxAttachRSSGrowth  = 8 << 20
 )
 
 // report turns the results into the figures, each beside its target.
@@ -43,6 +47,20 @@ func report(r results, o options) *bench.Report {
 	}
 	fmt.Printf("pgbench script of a reply (the statements the service ran for one, in its order):\n    %s\n",
 		strings.ReplaceAll(strings.TrimSpace(r.replyScript), "\n", "\n    "))
+
+	fmt.Println("reactions:")
+	for i := range r.reactions.rps {
+		fmt.Printf("  round %d: HTTP %.0f reactions/s, pgbench %.0f transactions/s: %.2f\n",
+			i+1, r.reactions.rps[i], r.reactions.tps[i], r.reactions.rps[i]/r.reactions.tps[i])
+	}
+	fmt.Printf("pgbench script of a reaction (the statements the service ran for one, in its order):\n    %s\n",
+		strings.ReplaceAll(strings.TrimSpace(r.reactScript), "\n", "\n    "))
+	fmt.Printf("attachments (%s files, MiB/s):\n", stack.MiB(attachFileSize))
+	for i := range r.attach.upHTTP {
+		fmt.Printf("  round %d: upload HTTP %.1f, pgx %.1f: %.2f; download HTTP %.1f, pgx %.1f: %.2f\n", i+1,
+			r.attach.upHTTP[i], r.attach.upPgx[i], r.attach.upHTTP[i]/r.attach.upPgx[i],
+			r.attach.downHTTP[i], r.attach.downPgx[i], r.attach.downHTTP[i]/r.attach.downPgx[i])
+	}
 
 	rep := &bench.Report{Title: fmt.Sprintf("forum-svc: 1 conversation of %d messages; a user in %d conversations", o.messages, o.conversations)}
 	own := r.runs[0]
@@ -79,6 +97,28 @@ func report(r results, o options) *bench.Report {
 		integrity = r.replyBroken
 	}
 	rep.Add("replies: the conversations afterwards", integrity, "no gap, repeat or stale counter", r.replyBroken == "" && r.replyConvsChecked == replyConvs)
+	rep.Add("reactions: HTTP reactions/s, mean of rounds", fmt.Sprintf("%.0f", mean(r.reactions.rps)),
+		fmt.Sprintf("pgbench %.0f tps", mean(r.reactions.tps)), true)
+	rep.Add("reactions: HTTP/pgbench", fmt.Sprintf("%.2f", r.reactions.ratio()),
+		fmt.Sprintf("≥ %.2f", minReactRatio), r.reactions.ratio() >= minReactRatio)
+	rep.Add("reactions: service CPU per reaction", cpu(r.reactions.serviceCPU), "", true)
+	reacted := fmt.Sprintf("%d messages: reaction_score = their reactions", reactConvs)
+	if r.reactBroken != "" {
+		reacted = r.reactBroken
+	}
+	rep.Add("reactions: the messages afterwards", reacted, "no stale score", r.reactBroken == "")
+	a := r.attach
+	rep.Add("attachments: upload MiB/s, HTTP (mean of rounds)", fmt.Sprintf("%.1f", mean(a.upHTTP)),
+		fmt.Sprintf("pgx %.1f", mean(a.upPgx)), true)
+	rep.Add("attachments: upload HTTP/pgx", fmt.Sprintf("%.2f", a.upRatio()),
+		fmt.Sprintf("≥ %.2f", minAttachRatio), a.upRatio() >= minAttachRatio)
+	rep.Add("attachments: download MiB/s, HTTP (mean of rounds)", fmt.Sprintf("%.1f", mean(a.downHTTP)),
+		fmt.Sprintf("pgx %.1f", mean(a.downPgx)), true)
+	rep.Add("attachments: download HTTP/pgx", fmt.Sprintf("%.2f", a.downRatio()),
+		fmt.Sprintf("≥ %.2f", minAttachRatio), a.downRatio() >= minAttachRatio)
+	rep.Add(fmt.Sprintf("attachments: service peak RSS growth, %d uploads at once", attachConcurrent),
+		fmt.Sprintf("%s (%s → peak %s, %s)", stack.MiB(a.rssGrowth()), stack.MiB(a.rssBefore), stack.MiB(a.rssPeak), a.concurrentTime.Round(time.Millisecond)),
+		"< "+stack.MiB(maxAttachRSSGrowth), a.rssGrowth() < maxAttachRSSGrowth)
 	// A compared binary is no target: its figures say what this build gains over it.
 	for _, t := range r.runs[1:] {
 		rep.Add("compared: "+t.name+": HTTP page requests/s", fmt.Sprintf("%.0f", mean(t.rps)),

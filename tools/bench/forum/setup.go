@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -40,7 +41,12 @@ type benchEnv struct {
 	dbURL    string
 	key      string // a user key of userID with conversation:read
 	writeKey string // a user key of replyUser with conversation:read and conversation:write
-	lastPage int
+	// attachKey is a user key of replyUser with attachment:read and attachment:write, reactKey
+	// one of reactUser with conversation:write; attachSvc serves the attachment runs alone.
+	attachKey, reactKey string
+	attachSvc           *stack.Service
+	messages            int // in the long conversation
+	lastPage            int
 	// listPages is the number of pages of user 1's conversation list; replyConv is the first of
 	// the reply conversations (replyConv .. replyConv+replyConvs-1).
 	listPages, replyConv int
@@ -51,7 +57,7 @@ type benchEnv struct {
 // plain SQL, and starts the service on it.
 func setup(ctx context.Context, o options) (_ *benchEnv, err error) {
 	e := &benchEnv{lastPage: (o.messages + perPage - 1) / perPage, listPages: (o.conversations + perPage - 1) / perPage,
-		replyConv: o.conversations + 1}
+		replyConv: o.conversations + 1, messages: o.messages}
 	defer e.CloseOnError(&err)
 	bin, dbURL, env, err := e.Prepare(ctx, stack.Forum, o.Flags)
 	if err != nil {
@@ -68,11 +74,20 @@ func setup(ctx context.Context, o options) (_ *benchEnv, err error) {
 	if e.writeKey, err = createKey(ctx, bin, env, replyUser, "conversation:read,conversation:write"); err != nil {
 		return nil, err
 	}
+	if e.attachKey, err = createKey(ctx, bin, env, replyUser, "attachment:read,attachment:write"); err != nil {
+		return nil, err
+	}
+	if e.reactKey, err = createKey(ctx, bin, env, reactUser, "conversation:write"); err != nil {
+		return nil, err
+	}
 	fmt.Printf("database %s: 1 conversation of %d messages (%d pages of %d); user %d in %d conversations; "+
 		"%d conversations to reply to; filled in %.1f s\n",
 		o.DB, o.messages, e.lastPage, perPage, userID, o.conversations, replyConvs, time.Since(start).Seconds())
 
 	if e.svc, err = e.StartService(stack.Forum, bin, append(env, serviceEnv...)); err != nil {
+		return nil, err
+	}
+	if e.attachSvc, err = attachmentService(e, bin, env); err != nil {
 		return nil, err
 	}
 	for _, path := range o.compare {
@@ -84,6 +99,10 @@ func setup(ctx context.Context, o options) (_ *benchEnv, err error) {
 	}
 	return e, nil
 }
+
+// firstReplyMessage is the id of the first message of the first reply conversation (fill gives
+// conversation c's first message the id messages + c); user 3 wrote it.
+func (e *benchEnv) firstReplyMessage() int64 { return int64(e.messages + e.replyConv) }
 
 // serviceEnv is the service's configuration for the bench: the rate limit stays in the path but
 // never refuses, and request logs (Info) are off, as a log shipper would take them off the
@@ -139,9 +158,9 @@ func fill(ctx context.Context, dbURL string, n, inbox int) error {
 		 FROM conversations c, LATERAL (SELECT c.conversation_id - %[1]d AS g) AS k,
 		      LATERAL (VALUES (c.user_id), (5 + (k.g %% %[2]d + 1 + k.g / %[2]d %% %[3]d) %% %[2]d)) AS p (u)
 		 WHERE c.conversation_id > %[1]d`, inbox+replyConvs, otherUsers, otherUsers-1),
-		fmt.Sprintf(`INSERT INTO conversation_messages (message_id, conversation_id, user_id, message, message_date, position)
-		 SELECT %d + conversation_id, conversation_id, user_id, 'The first message of ' || title, start_date, 1
-		 FROM conversations WHERE conversation_id > 1`, n),
+		fmt.Sprintf(`INSERT INTO conversation_messages (message_id, conversation_id, user_id, message, message_parsed, message_date, position)
+		 SELECT %d + conversation_id, conversation_id, user_id, t, t, start_date, 1
+		 FROM conversations, LATERAL (SELECT 'The first message of ' || title AS t) AS text WHERE conversation_id > 1`, n),
 		fmt.Sprintf(`INSERT INTO conversation_participants (conversation_id, user_id, last_read_date, starred)
 		 SELECT c.conversation_id, u.user_id,
 		        CASE WHEN c.conversation_id %% 3 = 0 AND u.user_id <> c.user_id THEN 0 ELSE c.last_message_date END,
@@ -177,39 +196,43 @@ func createKey(ctx context.Context, bin string, env []string, user int, scopes s
 }
 
 // pageStatement is the message-page statement as the service sent it to PostgreSQL, read from
-// pg_stat_activity once the service has served pages: the last statement of each of its
-// connections that reads messages. pgbench runs exactly that text.
-func pageStatement(ctx context.Context, dbURL string) (string, error) {
-	conn, err := sql.Open("pgx", dbURL)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	rows, err := conn.QueryContext(ctx, `
-SELECT DISTINCT query, (SELECT setting::int FROM pg_settings WHERE name = 'track_activity_query_size')
-FROM pg_stat_activity
-WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%conversation_messages%'`)
-	if err != nil {
-		return "", err
-	}
-	defer rows.Close()
-	var found []string
-	for rows.Next() {
-		var q string
-		var limit int
-		if err := rows.Scan(&q, &limit); err != nil {
-			return "", err
+// pg_stat_activity while the service serves a few hundred pages (sampleStatements): the one
+// statement on conversation_messages among those, the service's background statements left out
+// (withHousekeeping), since the pool hands the page's connection to them between two polls.
+// pgbench runs exactly that text.
+func pageStatement(ctx context.Context, e *benchEnv, path string) (string, error) {
+	client := &http.Client{}
+	statements, err := sampleStatements(ctx, e.dbURL, func() error {
+		for i := range 300 {
+			if _, err := get(client, e.svc.URL+path+strconv.Itoa(1+i*7919%e.lastPage), e.key); err != nil {
+				return err
+			}
 		}
-		if len(q) >= limit-1 {
-			return "", fmt.Errorf("the page statement is cut at track_activity_query_size (%d bytes): raise it", limit)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	var found []string
+	for _, q := range statements {
+		if !strings.Contains(q, "conversation_messages") || isHousekeeping(q) {
+			continue
 		}
 		found = append(found, q)
-	}
-	if err := rows.Err(); err != nil {
-		return "", err
 	}
 	if len(found) != 1 {
 		return "", errors.New("expected one message-page statement in pg_stat_activity, found: " + strings.Join(found, " | "))
 	}
 	return found[0], nil
+}
+
+// isHousekeeping tells whether q is one of the statements withHousekeeping knows.
+func isHousekeeping(q string) bool {
+	folded := strings.Join(strings.Fields(q), " ")
+	for _, r := range withHousekeeping(nil) {
+		if strings.Contains(folded, r.marker) {
+			return true
+		}
+	}
+	return false
 }
