@@ -58,6 +58,7 @@ type Hub struct {
 	closeOnce sync.Once
 	publish   chan []int64 // user ids to announce to the other replicas
 	redisUp   atomic.Bool  // the subscription is working
+	renderer  atomic.Pointer[hubRenderer]
 }
 
 // Sub is one stream's subscription to its user's wake-ups.
@@ -65,6 +66,7 @@ type Sub struct {
 	userID int64
 	wake   chan struct{} // holds at most one pending wake-up
 	cursor atomic.Int64  // the last event id the stream has sent
+	box    inbox         // what the wake-ups brought
 }
 
 // NewHub returns a hub over log. Run it for Redis and polling.
@@ -129,22 +131,22 @@ func (h *Hub) wakeUsers(users []int64) {
 	defer h.mu.Unlock()
 	for _, u := range users {
 		for s := range h.subs[u] {
-			select {
-			case s.wake <- struct{}{}:
-			default:
-			}
+			s.wakeToRead()
 		}
 	}
 }
 
-// Committed takes the changes of a committed write (store.AddCommitted): it wakes this process's
-// streams of their users and announces them to the other replicas.
+// Committed takes the changes of a committed write (store.AddCommitted): it hands their events to
+// this process's streams of their users (rendered once per user, SetRenderer), or wakes them to
+// read the log, and announces them to the other replicas.
 func (h *Hub) Committed(changes []Change) {
 	var users []int64
 	for _, c := range changes {
 		users = append(users, c.UserIDs...)
 	}
-	h.wakeUsers(users)
+	if !h.handOver(changes) {
+		h.wakeUsers(users)
+	}
 	if h.opts.Redis == nil {
 		return
 	}
@@ -296,10 +298,7 @@ func (h *Hub) poll(ctx context.Context) {
 	for u, id := range last {
 		for s := range h.subs[u] {
 			if s.cursor.Load() < id {
-				select {
-				case s.wake <- struct{}{}:
-				default:
-				}
+				s.wakeToRead()
 			}
 		}
 	}

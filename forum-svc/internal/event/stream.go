@@ -161,7 +161,31 @@ func (h *Hub) Serve(ctx context.Context, conn Conn, userID int64, from Resume, r
 		case <-h.closed:
 			return ErrStreamClosed
 		case <-sub.wake:
-			pending = true
+			batches, readLog := sub.box.take()
+			if readLog {
+				pending = true
+				continue
+			}
+			sent, gap := false, false
+			for _, b := range batches {
+				var applied bool
+				if cursor, applied, gap = applyRendered(w, cursor, b); gap {
+					break
+				}
+				if applied && b.hasUnread && b.unreadN != unread {
+					unread = b.unreadN
+					w.event(cursor, TypeUnreadCount, b.unread)
+				}
+				sent = sent || applied
+			}
+			if sent {
+				sub.cursor.Store(cursor)
+				if err := w.flush(); err != nil {
+					return err
+				}
+				heartbeat.Reset(opts.Heartbeat)
+			}
+			pending = gap // what follows the last id sent is not all here: read the log
 		case <-heartbeat.C:
 			w.buf = append(w.buf, Heartbeat...)
 			if err := w.flush(); err != nil {
@@ -173,6 +197,31 @@ func (h *Hub) Serve(ctx context.Context, conn Conn, userID int64, from Resume, r
 			}
 		}
 	}
+}
+
+// applyRendered writes the events of b that follow cursor, and returns the new cursor, whether
+// any followed it, and whether b skips an id after the cursor (gap: the stream reads the log from
+// the cursor; nothing of b was written then). Ids at or before the cursor were sent already.
+func applyRendered(w *writer, cursor int64, b *rendered) (next int64, applied, gap bool) {
+	next = cursor
+	for _, e := range b.events {
+		if e.id <= next {
+			continue
+		}
+		if e.id != next+1 {
+			return cursor, false, true
+		}
+		next = e.id
+	}
+	if next == cursor {
+		return cursor, false, false
+	}
+	for _, e := range b.events {
+		if e.id > cursor && e.ok {
+			w.event(e.id, e.typ, e.data)
+		}
+	}
+	return next, true, false
 }
 
 // changesUnread reports whether the entries may change the number of unread conversations.
