@@ -16,7 +16,7 @@ type Change struct {
 	// order (set by the log's recorder in the transaction; nil without it): with them, the hub
 	// hands the committed events to this process's streams without their reading the log.
 	EventIDs []int64
-	At             int64   // unix seconds of the change (the write's date)
+	At       int64 // unix seconds of the change (the write's date)
 }
 
 // The types of change, named as the stream's events are.

@@ -150,4 +150,3 @@ func (s *Sub) wakeToRead() {
 	s.box.push(nil)
 	s.signal()
 }
-

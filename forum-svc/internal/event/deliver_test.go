@@ -178,4 +178,3 @@ func TestApplyRendered(t *testing.T) {
 		})
 	}
 }
-
