@@ -2,13 +2,14 @@ package event
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
 
 // The hand-over of committed events: a write's events are rendered once for each of their users
-// who has a stream in this process, right after the commit, and the bytes go to that user's
-// streams, which send them as they are when they follow the last id sent. A stream that finds
+// who has a stream in this process (once per distinct renderer of the user's streams), right
+// after the commit, and the bytes go to that user's streams, which send them as they are when they follow the last id sent. A stream that finds
 // anything else (a gap, an overflow, a wake-up from elsewhere) reads the log after its last id,
 // which stays the truth: the hand-over only saves the reads.
 
@@ -58,27 +59,25 @@ func (b *inbox) take() (batches []*rendered, readLog bool) {
 	return batches, readLog
 }
 
-// hubRenderer is the renderer of the hand-over (SetRenderer).
-type hubRenderer struct{ Renderer }
+// renderKey names one rendering of a write's events: a user, as one of their streams' renderers
+// shows the objects (streams of the same user may differ, e.g. by their key's scopes).
+type renderKey struct {
+	userID int64
+	r      Renderer
+}
 
 // renderTimeout bounds the rendering of one write's events: past it, the streams read the log.
 const renderTimeout = 5 * time.Second
 
-// SetRenderer makes the hub render each committed write's events once per user with a stream in
-// this process and hand the bytes to the streams; without it the streams read the log and render
-// themselves. r must render as the streams' renderer does.
-func (h *Hub) SetRenderer(r Renderer) { h.renderer.Store(&hubRenderer{r}) }
+// renderParallel bounds the renderings of one write run at once.
+const renderParallel = 4
 
-// handOver renders the changes' events for the users with a stream here and hands them over;
-// it returns false when it could not (no renderer, or the changes carry no ids), and the streams
-// are to be woken to read the log.
+// handOver renders the changes' events once for each user and renderer of the streams here, and
+// hands the bytes to those streams. It returns false when the changes carry no ids (no event log
+// recorder): the streams are then to be woken to read the log.
 func (h *Hub) handOver(changes []Change) bool {
-	hr := h.renderer.Load()
-	if hr == nil {
-		return false
-	}
 	perUser := map[int64][]Entry{}
-	var order []int64
+	var keys []renderKey
 	h.mu.Lock()
 	for _, c := range changes {
 		if len(c.EventIDs) != len(c.UserIDs) {
@@ -86,31 +85,52 @@ func (h *Hub) handOver(changes []Change) bool {
 			return false
 		}
 		for i, u := range c.UserIDs {
-			if len(h.subs[u]) == 0 {
+			subs := h.subs[u]
+			if len(subs) == 0 {
 				continue
 			}
 			if _, seen := perUser[u]; !seen {
-				order = append(order, u)
+				for s := range subs {
+					if k := (renderKey{u, s.render}); s.render != nil && !slices.Contains(keys, k) {
+						keys = append(keys, k)
+					}
+				}
 			}
 			perUser[u] = append(perUser[u], Entry{ID: c.EventIDs[i], Type: c.Type, ConversationID: c.ConversationID,
 				MessageID: c.MessageID, ActorID: c.ActorID, At: c.At})
 		}
 	}
 	h.mu.Unlock()
-	if len(order) == 0 {
+	if len(perUser) == 0 {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), renderTimeout)
 	defer cancel()
-	out := make(map[int64]*rendered, len(order))
-	for _, u := range order {
-		out[u] = renderFor(ctx, hr, u, perUser[u]) // nil: the streams read the log
+	out := make([]*rendered, len(keys))
+	if len(keys) == 1 {
+		out[0] = renderFor(ctx, keys[0].r, keys[0].userID, perUser[keys[0].userID])
+	} else {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, renderParallel)
+		for i, k := range keys {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				out[i] = renderFor(ctx, k.r, k.userID, perUser[k.userID]) // nil: the streams read the log
+			})
+		}
+		wg.Wait()
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, u := range order {
+	for u := range perUser {
 		for s := range h.subs[u] {
-			s.box.push(out[u])
+			// A stream subscribed since, or whose rendering failed, reads the log (nil).
+			if i := slices.Index(keys, renderKey{u, s.render}); i >= 0 && s.render != nil {
+				s.box.push(out[i])
+			} else {
+				s.box.push(nil)
+			}
 			s.signal()
 		}
 	}

@@ -20,24 +20,25 @@ func (l *countingLog) EventsAfter(ctx context.Context, u, after int64, limit int
 	return l.memLog.EventsAfter(ctx, u, after, limit)
 }
 
-// hubRendererFake renders what the hub hands over so that the stream's own rendering
-// (plainRenderer) shows apart, and counts its calls.
-type hubRendererFake struct {
-	renders, unreads atomic.Int64
-	fail             bool
+// countingRenderer renders with its name, counts its calls, and fails its first failFirst
+// renders.
+type countingRenderer struct {
+	name               string
+	renders, failFirst atomic.Int64
+	unread             atomic.Int64 // the unread count it renders
 }
 
-func (r *hubRendererFake) Render(_ context.Context, _ int64, e Entry) ([]byte, bool, error) {
+func (r *countingRenderer) Render(_ context.Context, _ int64, e Entry) ([]byte, bool, error) {
 	r.renders.Add(1)
-	if r.fail {
+	if r.failFirst.Add(-1) >= 0 {
 		return nil, false, errors.New("database gone")
 	}
-	return []byte(`{"hub":` + strconv.FormatInt(e.ID, 10) + `}`), true, nil
+	return []byte(`{"r":"` + r.name + `","id":` + strconv.FormatInt(e.ID, 10) + `}`), true, nil
 }
 
-func (r *hubRendererFake) Unread(context.Context, int64) ([]byte, int64, error) {
-	r.unreads.Add(1)
-	return []byte(`{"unread":1}`), 1, nil
+func (r *countingRenderer) Unread(context.Context, int64) ([]byte, int64, error) {
+	n := r.unread.Load()
+	return []byte(`{"unread":` + strconv.FormatInt(n, 10) + `}`), n, nil
 }
 
 func committed(ids ...int64) []Change {
@@ -48,55 +49,72 @@ func committed(ids ...int64) []Change {
 	return []Change{{Type: TypeMessageCreated, ConversationID: 1, MessageID: 1, UserIDs: users, EventIDs: ids}}
 }
 
-// A committed write's events are rendered once for the user and reach every stream of theirs
-// without a read of the log; a hand-over that does not follow the last id sent, or that could not
-// be rendered, makes the streams read the log.
+// A committed write's events are rendered once for the user (and renderer) and reach every
+// stream of theirs without a read of the log; a hand-over that does not follow the last id sent,
+// or that could not be rendered, makes the streams read the log.
 func TestHandOver(t *testing.T) {
 	for _, tt := range []struct {
-		name      string
-		logged    int     // events in the log
-		handed    []int64 // the ids handed over
-		fail      bool    // the hub's rendering fails
-		wantData  []string
-		wantReads bool // the streams read the log after their first read
+		name        string
+		logged      int     // events in the log
+		handed      []int64 // the ids handed over
+		fail        int64   // renders that fail first
+		twoViews    bool    // the user's two streams render with two renderers
+		wantIDs     []string
+		wantRenders int64 // over all renderers
+		wantReads   bool  // the streams read the log after their first read
 	}{
-		{name: "follows", logged: 1, handed: []int64{1}, wantData: []string{`{"hub":1}`}},
-		{name: "two at once", logged: 2, handed: []int64{1, 2}, wantData: []string{`{"hub":1}`, `{"hub":2}`}},
-		{name: "gap", logged: 2, handed: []int64{2}, wantData: []string{`{"n":1}`, `{"n":2}`}, wantReads: true},
-		{name: "render fails", logged: 1, handed: []int64{1}, fail: true, wantData: []string{`{"n":1}`}, wantReads: true},
+		{name: "follows", logged: 1, handed: []int64{1}, wantIDs: []string{"1"}, wantRenders: 1},
+		{name: "two at once", logged: 2, handed: []int64{1, 2}, wantIDs: []string{"1", "2"}, wantRenders: 2},
+		{name: "two renderers", logged: 1, handed: []int64{1}, twoViews: true, wantIDs: []string{"1"}, wantRenders: 2},
+		// The hub renders 2, each stream 1 and 2 from the log.
+		{name: "gap", logged: 2, handed: []int64{2}, wantIDs: []string{"1", "2"}, wantRenders: 5, wantReads: true},
+		{name: "render fails", logged: 1, handed: []int64{1}, fail: 1, wantIDs: []string{"1"}, wantRenders: 3, wantReads: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			log := &countingLog{memLog: &memLog{}}
 			h := NewHub(log, HubOptions{})
-			hr := &hubRendererFake{fail: tt.fail}
-			h.SetRenderer(hr)
+			rs := []*countingRenderer{{name: "a"}, {name: "a"}}
+			if tt.twoViews {
+				rs[1] = &countingRenderer{name: "b"}
+			} else {
+				rs[1] = rs[0]
+			}
+			rs[0].failFirst.Store(tt.fail)
 			conns := []*memConn{newMemConn(), newMemConn()}
-			for _, c := range conns {
-				_, _ = serve(t, h, c, Resume{}, StreamOptions{})
+			for i, c := range conns {
+				ctx, cancel := context.WithCancel(context.Background())
+				t.Cleanup(cancel)
+				go func() { _ = h.Serve(ctx, c, 7, Resume{}, rs[i], StreamOptions{}) }()
 				waitEvents(t, c, TypeUnreadCount, 1)
 			}
 			readsBefore := log.reads.Load()
 			log.add(tt.logged)
+			for _, r := range rs {
+				r.unread.Store(1)
+			}
 			h.Committed(committed(tt.handed...))
-			for _, c := range conns {
-				got := waitEvents(t, c, TypeMessageCreated, len(tt.wantData))
-				var data []string
+			for i, c := range conns {
+				got := waitEvents(t, c, TypeMessageCreated, len(tt.wantIDs))
+				if !slices.Equal(ids(got), tt.wantIDs) {
+					t.Fatalf("event ids %v, want %v", ids(got), tt.wantIDs)
+				}
 				for _, e := range got {
-					data = append(data, e["data"])
-				}
-				if !slices.Equal(data, tt.wantData) {
-					t.Fatalf("events %v, want %v", data, tt.wantData)
-				}
-				if !tt.wantReads {
-					// The hand-over's unread_count (1, the stream opened with 0) follows the event.
-					u := waitEvents(t, c, TypeUnreadCount, 2)
-					if u[1]["data"] != `{"unread":1}` || u[1]["id"] != got[len(got)-1]["id"] {
-						t.Fatalf("unread_count %v after %v", u[1], got)
+					if want := `{"r":"` + rs[i].name + `","id":` + e["id"] + `}`; e["data"] != want {
+						t.Fatalf("stream %d: data %s, want %s", i, e["data"], want)
 					}
 				}
+				// The unread count went from 0 to 1: sent after the events, with the last id.
+				u := waitEvents(t, c, TypeUnreadCount, 2)
+				if u[1]["data"] != `{"unread":1}` || u[1]["id"] != got[len(got)-1]["id"] {
+					t.Fatalf("unread_count %v after %v", u[1], got)
+				}
 			}
-			if got := hr.renders.Load(); got != int64(len(tt.handed)) {
-				t.Fatalf("hub rendered %d events, want %d: once for the user, not once a stream", got, len(tt.handed))
+			renders := rs[0].renders.Load()
+			if rs[1] != rs[0] {
+				renders += rs[1].renders.Load()
+			}
+			if renders != tt.wantRenders {
+				t.Fatalf("%d renders, want %d", renders, tt.wantRenders)
 			}
 			if reads := log.reads.Load() - readsBefore; (reads > 0) != tt.wantReads {
 				t.Fatalf("%d reads of the log after the hand-over, want reads: %v", reads, tt.wantReads)
@@ -108,10 +126,14 @@ func TestHandOver(t *testing.T) {
 // Users with no stream here cost no rendering.
 func TestHandOverSkipsUsersWithoutStreams(t *testing.T) {
 	h := NewHub(&memLog{}, HubOptions{})
-	hr := &hubRendererFake{}
-	h.SetRenderer(hr)
+	r := &countingRenderer{}
+	conn := newMemConn()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = h.Serve(ctx, conn, 7, Resume{}, r, StreamOptions{}) }()
+	waitEvents(t, conn, TypeUnreadCount, 1)
 	h.Committed([]Change{{Type: TypeMessageCreated, UserIDs: []int64{1, 2}, EventIDs: []int64{5, 9}}})
-	if n := hr.renders.Load() + hr.unreads.Load(); n != 0 {
+	if n := r.renders.Load(); n != 0 {
 		t.Fatalf("%d renders for users without a stream", n)
 	}
 }

@@ -58,7 +58,6 @@ type Hub struct {
 	closeOnce sync.Once
 	publish   chan []int64 // user ids to announce to the other replicas
 	redisUp   atomic.Bool  // the subscription is working
-	renderer  atomic.Pointer[hubRenderer]
 }
 
 // Sub is one stream's subscription to its user's wake-ups.
@@ -67,6 +66,7 @@ type Sub struct {
 	wake   chan struct{} // holds at most one pending wake-up
 	cursor atomic.Int64  // the last event id the stream has sent
 	box    inbox         // what the wake-ups brought
+	render Renderer      // the stream's renderer, which the hand-over renders with (nil: none)
 }
 
 // NewHub returns a hub over log. Run it for Redis and polling.
@@ -88,8 +88,12 @@ func NewHub(log Log, opts HubOptions) *Hub {
 }
 
 // Subscribe registers a stream of userID.
-func (h *Hub) Subscribe(userID int64) *Sub {
-	s := &Sub{userID: userID, wake: make(chan struct{}, 1)}
+func (h *Hub) Subscribe(userID int64) *Sub { return h.subscribe(userID, nil) }
+
+// subscribe registers a stream of userID whose events render with r (nil: the stream reads and
+// renders the log itself).
+func (h *Hub) subscribe(userID int64, r Renderer) *Sub {
+	s := &Sub{userID: userID, wake: make(chan struct{}, 1), render: r}
 	h.mu.Lock()
 	m := h.subs[userID]
 	if m == nil {
@@ -137,7 +141,7 @@ func (h *Hub) wakeUsers(users []int64) {
 }
 
 // Committed takes the changes of a committed write (store.AddCommitted): it hands their events to
-// this process's streams of their users (rendered once per user, SetRenderer), or wakes them to
+// this process's streams of their users (rendered once per user and renderer), or wakes them to
 // read the log, and announces them to the other replicas.
 func (h *Hub) Committed(changes []Change) {
 	var users []int64

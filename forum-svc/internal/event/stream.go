@@ -7,7 +7,10 @@ import (
 	"time"
 )
 
-// Renderer renders a user's events as the API shows the objects to that user.
+// Renderer renders a user's events as the API shows the objects to that user. Its dynamic type
+// must be comparable, and equal renderers render alike: a committed write's events are rendered
+// once for each user and distinct renderer of the user's streams (in the writing goroutine, with a
+// context of its own: what the rendering depends on is the renderer's, not the context's).
 type Renderer interface {
 	// Render returns the event's data (one line of JSON); ok is false when the user can no longer
 	// see its object (they left the conversation, or it is gone): the event is skipped.
@@ -79,7 +82,7 @@ type Resume struct {
 // log after the last id sent.
 func (h *Hub) Serve(ctx context.Context, conn Conn, userID int64, from Resume, r Renderer, opts StreamOptions) error {
 	opts.defaults()
-	sub := h.Subscribe(userID)
+	sub := h.subscribe(userID, r)
 	defer h.Unsubscribe(sub)
 	oldest, last, err := h.log.EventBounds(ctx, userID)
 	if err != nil {

@@ -130,11 +130,6 @@ func newEcho(d Deps) *echo.Echo {
 	}
 	a := &api{conv: d.Conversations, att: d.Attachments, auth: d.Auth, limiter: d.Limiter,
 		failures: newFailedAuth(d.AuthFailures, d.Now), allow: map[string]string{}, events: d.Events, now: now}
-	if d.Events != nil && d.Events.Hub != nil && d.Events.Render != nil {
-		// A committed write's events are rendered once per user with a stream here, as the
-		// streams render them, and handed over as bytes: no stream reads the database for them.
-		d.Events.Hub.SetRenderer(renderer{d.Events.Render})
-	}
 	e := server.New(server.Options{
 		Name:         "forum-svc",
 		Logger:       d.Logger,
