@@ -239,7 +239,10 @@ func (a *api) streamEvents(c echo.Context) error {
 	return nil // the answer has started: nothing else can be sent
 }
 
-// logStreamEnd logs why a stream ended, unless the client or the server ended it.
+// logStreamEnd logs why a stream ended, unless the client or the server ended it. Kept out of
+// the stream's goroutine function (noinline), whose frame an idle stream's stack holds.
+//
+//go:noinline
 func logStreamEnd(log *slog.Logger, err error) {
 	switch {
 	case err == nil, errors.Is(err, event.ErrStreamClosed), errors.Is(err, context.Canceled):
