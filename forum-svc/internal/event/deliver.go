@@ -2,7 +2,9 @@ package event
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -169,4 +171,96 @@ func (s *Sub) signal() {
 func (s *Sub) wakeToRead() {
 	s.box.push(nil)
 	s.signal()
+}
+
+// The other replicas' changes. A pub/sub message is the users' ids in decimal, separated by
+// commas (what any replica wakes the users' streams with), then, when the message stays within
+// MaxMessage bytes, a newline and the changes with their event ids in JSON: the receiving replica
+// then hands them over as it does its own (one rendering per user and view of its streams, no
+// read of the log per stream). A message without them, or whose changes do not decode, wakes the
+// users' streams to read the log.
+
+// MaxMessage bounds a pub/sub message with its changes: past it, the message names the users only.
+const MaxMessage = 32 << 10
+
+// remoteHandOvers bounds the other replicas' writes handed over at once; past it, the streams
+// read the log.
+const remoteHandOvers = 8
+
+// wireChange is a Change in a pub/sub message.
+type wireChange struct {
+	Type           string  `json:"t"`
+	ConversationID int64   `json:"c,omitempty"`
+	MessageID      int64   `json:"m,omitempty"`
+	ActorID        int64   `json:"a,omitempty"`
+	At             int64   `json:"at,omitempty"`
+	UserIDs        []int64 `json:"u"`
+	EventIDs       []int64 `json:"e"`
+}
+
+// encodeMessage is the pub/sub message of changes, at most limit bytes with them.
+func encodeMessage(changes []Change, limit int) string {
+	var users []int64
+	withIDs := true
+	wire := make([]wireChange, len(changes))
+	for i, c := range changes {
+		users = append(users, c.UserIDs...)
+		withIDs = withIDs && len(c.EventIDs) == len(c.UserIDs)
+		wire[i] = wireChange{Type: c.Type, ConversationID: c.ConversationID, MessageID: c.MessageID, ActorID: c.ActorID,
+			At: c.At, UserIDs: c.UserIDs, EventIDs: c.EventIDs}
+	}
+	head := encodeUsers(users)
+	if !withIDs {
+		return head
+	}
+	body, err := json.Marshal(wire)
+	if err != nil || len(head)+1+len(body) > limit {
+		return head
+	}
+	return head + "\n" + string(body)
+}
+
+// decodeMessage reads encodeMessage's message: the users to wake, and the changes when it
+// carries them whole (nil otherwise).
+func decodeMessage(s string) (users []int64, changes []Change) {
+	head, body, found := strings.Cut(s, "\n")
+	users = decodeUsers(head)
+	if !found {
+		return users, nil
+	}
+	var wire []wireChange
+	if json.Unmarshal([]byte(body), &wire) != nil {
+		return users, nil
+	}
+	changes = make([]Change, len(wire))
+	for i, w := range wire {
+		if len(w.UserIDs) != len(w.EventIDs) || !slices.Contains(Types, w.Type) {
+			return users, nil
+		}
+		changes[i] = Change{Type: w.Type, ConversationID: w.ConversationID, MessageID: w.MessageID, ActorID: w.ActorID,
+			At: w.At, UserIDs: w.UserIDs, EventIDs: w.EventIDs}
+	}
+	return users, changes
+}
+
+// received takes another replica's message: it hands its changes over in a goroutine of their
+// own (rendering reads the database; the subscription goes on receiving), or wakes the users'
+// streams to read the log.
+func (h *Hub) received(payload string) {
+	users, changes := decodeMessage(payload)
+	if changes == nil {
+		h.wakeUsers(users)
+		return
+	}
+	select {
+	case h.handOvers <- struct{}{}:
+		go func() {
+			defer func() { <-h.handOvers }()
+			if !h.handOver(changes) {
+				h.wakeUsers(users)
+			}
+		}()
+	default:
+		h.wakeUsers(users)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -198,5 +199,123 @@ func TestApplyRendered(t *testing.T) {
 				t.Fatalf("wrote ids %v, want %v", got, tt.wantIDs)
 			}
 		})
+	}
+}
+
+func TestMessageEncoding(t *testing.T) {
+	reply := Change{Type: TypeMessageCreated, ConversationID: 10, MessageID: 1003, ActorID: 1, At: 1_800_000_000,
+		UserIDs: []int64{1, 2}, EventIDs: []int64{41, 7}}
+	left := Change{Type: TypeParticipantLeft, ConversationID: 10, ActorID: 2, UserIDs: []int64{2}, EventIDs: []int64{8}}
+	for _, tt := range []struct {
+		name        string
+		changes     []Change
+		limit       int
+		wantUsers   []int64
+		wantChanges bool
+	}{
+		{"one", []Change{reply}, MaxMessage, []int64{1, 2}, true},
+		{"two", []Change{reply, left}, MaxMessage, []int64{1, 2, 2}, true},
+		{"too big", []Change{reply, left}, 20, []int64{1, 2, 2}, false},
+		{"no ids", []Change{{Type: TypeMessageCreated, UserIDs: []int64{3}}}, MaxMessage, []int64{3}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			msg := encodeMessage(tt.changes, tt.limit)
+			if tt.wantChanges && len(msg) > tt.limit {
+				t.Fatalf("%d bytes, limit %d", len(msg), tt.limit)
+			}
+			users, changes := decodeMessage(msg)
+			if !slices.Equal(users, tt.wantUsers) {
+				t.Fatalf("users %v, want %v", users, tt.wantUsers)
+			}
+			if !tt.wantChanges {
+				if changes != nil {
+					t.Fatalf("changes %v, want none", changes)
+				}
+				return
+			}
+			if len(changes) != len(tt.changes) {
+				t.Fatalf("changes %v, want %v", changes, tt.changes)
+			}
+			for i, c := range changes {
+				w := tt.changes[i]
+				if c.Type != w.Type || c.ConversationID != w.ConversationID || c.MessageID != w.MessageID || c.ActorID != w.ActorID ||
+					c.At != w.At || !slices.Equal(c.UserIDs, w.UserIDs) || !slices.Equal(c.EventIDs, w.EventIDs) {
+					t.Fatalf("change %d: %+v, want %+v", i, c, w)
+				}
+			}
+		})
+	}
+	// A replica that reads the users only (the ids before the newline) still wakes them.
+	if got := decodeUsers(strings.SplitN(encodeMessage([]Change{reply}, MaxMessage), "\n", 2)[0]); !slices.Equal(got, []int64{1, 2}) {
+		t.Fatalf("users of the head: %v", got)
+	}
+	for _, damaged := range []string{"1,2\n[{", "1,2\n[{\"t\":\"nope\",\"u\":[1],\"e\":[1]}]", "1,2\n[{\"t\":\"message_created\",\"u\":[1,2],\"e\":[1]}]"} {
+		if users, changes := decodeMessage(damaged); changes != nil || !slices.Equal(users, []int64{1, 2}) {
+			t.Fatalf("%q: %v %v", damaged, users, changes)
+		}
+	}
+}
+
+func FuzzDecodeMessage(f *testing.F) {
+	f.Add(encodeMessage([]Change{{Type: TypeMessageCreated, ConversationID: 1, UserIDs: []int64{1, 2}, EventIDs: []int64{3, 4}}}, MaxMessage))
+	f.Add("1,2,3")
+	f.Add("\n[]")
+	f.Fuzz(func(t *testing.T, s string) {
+		users, changes := decodeMessage(s)
+		for _, u := range users {
+			if u <= 0 {
+				t.Fatalf("user %d", u)
+			}
+		}
+		for _, c := range changes {
+			if len(c.UserIDs) != len(c.EventIDs) || !slices.Contains(Types, c.Type) {
+				t.Fatalf("change %+v", c)
+			}
+		}
+		if changes != nil {
+			// What decodes re-encodes to a message that decodes to the same changes.
+			_, again := decodeMessage(encodeMessage(changes, 1<<30))
+			if len(again) != len(changes) {
+				t.Fatalf("%d changes re-decoded as %d", len(changes), len(again))
+			}
+		}
+	})
+}
+
+// Another replica's message with its changes is handed over as this replica's own writes are:
+// one rendering for the user, no read of the log.
+func TestReceivedHandsOver(t *testing.T) {
+	log := &countingLog{memLog: &memLog{}}
+	h := NewHub(log, HubOptions{})
+	r := &countingRenderer{name: "a"}
+	conns := []*memConn{newMemConn(), newMemConn()}
+	for _, c := range conns {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		go func() { _ = h.Serve(ctx, c, 7, Resume{}, r, StreamOptions{}) }()
+		waitEvents(t, c, TypeUnreadCount, 1)
+	}
+	reads := log.reads.Load()
+	log.add(1)
+	h.received(encodeMessage(committed(1), MaxMessage))
+	for _, c := range conns {
+		if got := waitEvents(t, c, TypeMessageCreated, 1); got[0]["data"] != `{"r":"a","id":1}` {
+			t.Fatalf("event %v", got[0])
+		}
+	}
+	if n := r.renders.Load(); n != 1 {
+		t.Fatalf("%d renders, want 1", n)
+	}
+	if n := log.reads.Load() - reads; n != 0 {
+		t.Fatalf("%d reads of the log", n)
+	}
+	// The users only: the streams read the log.
+	log.add(1)
+	h.received("7")
+	for _, c := range conns {
+		waitEvents(t, c, TypeMessageCreated, 2)
+	}
+	if n := log.reads.Load() - reads; n == 0 {
+		t.Fatal("a message without changes: no read of the log")
 	}
 }

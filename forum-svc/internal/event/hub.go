@@ -13,7 +13,8 @@ import (
 )
 
 // Log is the durable per-user event log the streams read (the store implements it). Every read is
-// on the primary: the log is the truth, the hub's wake-ups are only hints to read it.
+// on the primary: the log is the truth; the hub's hand-overs and wake-ups only save or prompt
+// reads of it.
 type Log interface {
 	// EventsAfter returns the user's events after id, oldest first, at most limit.
 	EventsAfter(ctx context.Context, userID, after int64, limit int) ([]Entry, error)
@@ -45,8 +46,9 @@ const (
 
 // Hub wakes the streams of a user when the user has new events: at once for the writes of this
 // process, over Redis pub/sub for those of other replicas, and by polling the log otherwise. A
-// wake-up carries nothing: the stream reads the log after its own cursor, so a wake-up lost,
-// doubled or late loses or doubles no event.
+// wake-up hands the events over when it can (deliver.go); a stream sends them only when they
+// follow its cursor, and otherwise reads the log after it, so a wake-up lost, doubled or late
+// loses or doubles no event.
 type Hub struct {
 	log  Log
 	opts HubOptions
@@ -56,8 +58,9 @@ type Hub struct {
 
 	closed    chan struct{}
 	closeOnce sync.Once
-	publish   chan []int64 // user ids to announce to the other replicas
-	redisUp   atomic.Bool  // the subscription is working
+	publish   chan []Change // committed changes to announce to the other replicas
+	handOvers chan struct{} // bounds the hand-overs of the other replicas' changes run at once
+	redisUp   atomic.Bool   // the subscription is working
 }
 
 // Sub is one stream's subscription to its user's wake-ups.
@@ -84,7 +87,7 @@ func NewHub(log Log, opts HubOptions) *Hub {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Hub{log: log, opts: opts, subs: map[int64]map[*Sub]struct{}{}, closed: make(chan struct{}),
-		publish: make(chan []int64, 1024)}
+		publish: make(chan []Change, 1024), handOvers: make(chan struct{}, remoteHandOvers)}
 }
 
 // Subscribe registers a stream of userID.
@@ -142,7 +145,7 @@ func (h *Hub) wakeUsers(users []int64) {
 
 // Committed takes the changes of a committed write (store.AddCommitted): it hands their events to
 // this process's streams of their users (rendered once per user and renderer), or wakes them to
-// read the log, and announces them to the other replicas.
+// read the log, and announces them to the other replicas (encodeMessage).
 func (h *Hub) Committed(changes []Change) {
 	var users []int64
 	for _, c := range changes {
@@ -155,7 +158,7 @@ func (h *Hub) Committed(changes []Change) {
 		return
 	}
 	select {
-	case h.publish <- users:
+	case h.publish <- changes:
 	default: // the publisher is behind (Redis slow or lost): the other replicas poll
 	}
 }
@@ -196,12 +199,12 @@ func (h *Hub) publishLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case users := <-h.publish:
+		case changes := <-h.publish:
 			// Coalesce what is waiting into one message.
 			for more := true; more; {
 				select {
-				case u := <-h.publish:
-					users = append(users, u...)
+				case c := <-h.publish:
+					changes = append(changes, c...)
 				default:
 					more = false
 				}
@@ -210,7 +213,7 @@ func (h *Hub) publishLoop(ctx context.Context) {
 				continue // the others poll while Redis is lost
 			}
 			pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-			err := h.opts.Redis.Publish(pctx, h.opts.Channel, encodeUsers(users)).Err()
+			err := h.opts.Redis.Publish(pctx, h.opts.Channel, encodeMessage(changes, MaxMessage)).Err()
 			cancel()
 			if err != nil && ctx.Err() == nil {
 				h.opts.Logger.Debug("publish event wake-up failed", "err", err)
@@ -244,7 +247,7 @@ func (h *Hub) subscribeLoop(ctx context.Context) {
 					h.poll(ctx)
 				}
 			case *redis.Message:
-				h.wakeUsers(decodeUsers(m.Payload))
+				h.received(m.Payload)
 			}
 		}
 		_ = ps.Close()
