@@ -173,12 +173,13 @@ func (s *Sub) wakeToRead() {
 	s.signal()
 }
 
-// The other replicas' changes. A pub/sub message is the users' ids in decimal, separated by
-// commas (what any replica wakes the users' streams with), then, when the message stays within
-// MaxMessage bytes, a newline and the changes with their event ids in JSON: the receiving replica
-// then hands them over as it does its own (one rendering per user and view of its streams, no
-// read of the log per stream). A message without them, or whose changes do not decode, wakes the
-// users' streams to read the log.
+// The other replicas' changes. A pub/sub message is three lines: the publishing hub's origin (a
+// random id, so that a hub skips its own messages: its streams had the changes at the commit), the
+// users' ids in decimal, separated by commas, and, when the message stays within MaxMessage bytes,
+// the changes with their event ids in JSON: the receiving replica then hands them over as it does
+// its own (one rendering per user and view of its streams, no read of the log per stream). A
+// message without them, or whose changes do not decode, wakes the users' streams to read the log;
+// one of a single line is the users' ids alone.
 
 // MaxMessage bounds a pub/sub message with its changes: past it, the message names the users only.
 const MaxMessage = 32 << 10
@@ -198,8 +199,8 @@ type wireChange struct {
 	EventIDs       []int64 `json:"e"`
 }
 
-// encodeMessage is the pub/sub message of changes, at most limit bytes with them.
-func encodeMessage(changes []Change, limit int) string {
+// encodeMessage is origin's pub/sub message of changes, at most limit bytes with them.
+func encodeMessage(origin string, changes []Change, limit int) string {
 	var users []int64
 	withIDs := true
 	wire := make([]wireChange, len(changes))
@@ -209,7 +210,7 @@ func encodeMessage(changes []Change, limit int) string {
 		wire[i] = wireChange{Type: c.Type, ConversationID: c.ConversationID, MessageID: c.MessageID, ActorID: c.ActorID,
 			At: c.At, UserIDs: c.UserIDs, EventIDs: c.EventIDs}
 	}
-	head := encodeUsers(users)
+	head := origin + "\n" + encodeUsers(users)
 	if !withIDs {
 		return head
 	}
@@ -220,34 +221,40 @@ func encodeMessage(changes []Change, limit int) string {
 	return head + "\n" + string(body)
 }
 
-// decodeMessage reads encodeMessage's message: the users to wake, and the changes when it
-// carries them whole (nil otherwise).
-func decodeMessage(s string) (users []int64, changes []Change) {
-	head, body, found := strings.Cut(s, "\n")
-	users = decodeUsers(head)
-	if !found {
-		return users, nil
+// decodeMessage reads encodeMessage's message: its origin, the users to wake, and the changes
+// when it carries them whole (nil otherwise).
+func decodeMessage(s string) (origin string, users []int64, changes []Change) {
+	lines := strings.SplitN(s, "\n", 3)
+	if len(lines) == 1 {
+		return "", decodeUsers(lines[0]), nil
+	}
+	origin, users = lines[0], decodeUsers(lines[1])
+	if len(lines) == 2 {
+		return origin, users, nil
 	}
 	var wire []wireChange
-	if json.Unmarshal([]byte(body), &wire) != nil {
-		return users, nil
+	if json.Unmarshal([]byte(lines[2]), &wire) != nil {
+		return origin, users, nil
 	}
 	changes = make([]Change, len(wire))
 	for i, w := range wire {
 		if len(w.UserIDs) != len(w.EventIDs) || !slices.Contains(Types, w.Type) {
-			return users, nil
+			return origin, users, nil
 		}
 		changes[i] = Change{Type: w.Type, ConversationID: w.ConversationID, MessageID: w.MessageID, ActorID: w.ActorID,
 			At: w.At, UserIDs: w.UserIDs, EventIDs: w.EventIDs}
 	}
-	return users, changes
+	return origin, users, changes
 }
 
 // received takes another replica's message: it hands its changes over in a goroutine of their
 // own (rendering reads the database; the subscription goes on receiving), or wakes the users'
 // streams to read the log.
 func (h *Hub) received(payload string) {
-	users, changes := decodeMessage(payload)
+	origin, users, changes := decodeMessage(payload)
+	if origin == h.origin {
+		return // this hub's own: its streams had the changes at the commit
+	}
 	if changes == nil {
 		h.wakeUsers(users)
 		return

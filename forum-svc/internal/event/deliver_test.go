@@ -5,9 +5,9 @@ import (
 	"errors"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // countingLog counts the reads of the log.
@@ -219,12 +219,12 @@ func TestMessageEncoding(t *testing.T) {
 		{"no ids", []Change{{Type: TypeMessageCreated, UserIDs: []int64{3}}}, MaxMessage, []int64{3}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			msg := encodeMessage(tt.changes, tt.limit)
+			msg := encodeMessage("hub-a", tt.changes, tt.limit)
 			if tt.wantChanges && len(msg) > tt.limit {
 				t.Fatalf("%d bytes, limit %d", len(msg), tt.limit)
 			}
-			users, changes := decodeMessage(msg)
-			if !slices.Equal(users, tt.wantUsers) {
+			origin, users, changes := decodeMessage(msg)
+			if origin != "hub-a" || !slices.Equal(users, tt.wantUsers) {
 				t.Fatalf("users %v, want %v", users, tt.wantUsers)
 			}
 			if !tt.wantChanges {
@@ -245,23 +245,23 @@ func TestMessageEncoding(t *testing.T) {
 			}
 		})
 	}
-	// A replica that reads the users only (the ids before the newline) still wakes them.
-	if got := decodeUsers(strings.SplitN(encodeMessage([]Change{reply}, MaxMessage), "\n", 2)[0]); !slices.Equal(got, []int64{1, 2}) {
-		t.Fatalf("users of the head: %v", got)
+	// The users' line alone is a message too.
+	if origin, got, changes := decodeMessage("1,2"); origin != "" || !slices.Equal(got, []int64{1, 2}) || changes != nil {
+		t.Fatalf("users alone: %q %v %v", origin, got, changes)
 	}
-	for _, damaged := range []string{"1,2\n[{", "1,2\n[{\"t\":\"nope\",\"u\":[1],\"e\":[1]}]", "1,2\n[{\"t\":\"message_created\",\"u\":[1,2],\"e\":[1]}]"} {
-		if users, changes := decodeMessage(damaged); changes != nil || !slices.Equal(users, []int64{1, 2}) {
+	for _, damaged := range []string{"o\n1,2\n[{", "o\n1,2\n[{\"t\":\"nope\",\"u\":[1],\"e\":[1]}]", "o\n1,2\n[{\"t\":\"message_created\",\"u\":[1,2],\"e\":[1]}]"} {
+		if _, users, changes := decodeMessage(damaged); changes != nil || !slices.Equal(users, []int64{1, 2}) {
 			t.Fatalf("%q: %v %v", damaged, users, changes)
 		}
 	}
 }
 
 func FuzzDecodeMessage(f *testing.F) {
-	f.Add(encodeMessage([]Change{{Type: TypeMessageCreated, ConversationID: 1, UserIDs: []int64{1, 2}, EventIDs: []int64{3, 4}}}, MaxMessage))
+	f.Add(encodeMessage("o", []Change{{Type: TypeMessageCreated, ConversationID: 1, UserIDs: []int64{1, 2}, EventIDs: []int64{3, 4}}}, MaxMessage))
 	f.Add("1,2,3")
-	f.Add("\n[]")
+	f.Add("o\n\n[]")
 	f.Fuzz(func(t *testing.T, s string) {
-		users, changes := decodeMessage(s)
+		_, users, changes := decodeMessage(s)
 		for _, u := range users {
 			if u <= 0 {
 				t.Fatalf("user %d", u)
@@ -274,7 +274,7 @@ func FuzzDecodeMessage(f *testing.F) {
 		}
 		if changes != nil {
 			// What decodes re-encodes to a message that decodes to the same changes.
-			_, again := decodeMessage(encodeMessage(changes, 1<<30))
+			_, _, again := decodeMessage(encodeMessage("o", changes, 1<<30))
 			if len(again) != len(changes) {
 				t.Fatalf("%d changes re-decoded as %d", len(changes), len(again))
 			}
@@ -297,7 +297,13 @@ func TestReceivedHandsOver(t *testing.T) {
 	}
 	reads := log.reads.Load()
 	log.add(1)
-	h.received(encodeMessage(committed(1), MaxMessage))
+	// Its own message, which Redis sends it back, does nothing: its streams had the changes.
+	h.received(encodeMessage(h.origin, committed(1), MaxMessage))
+	time.Sleep(50 * time.Millisecond)
+	if n := r.renders.Load(); n != 0 {
+		t.Fatalf("its own message rendered %d times", n)
+	}
+	h.received(encodeMessage("another-replica", committed(1), MaxMessage))
 	for _, c := range conns {
 		if got := waitEvents(t, c, TypeMessageCreated, 1); got[0]["data"] != `{"r":"a","id":1}` {
 			t.Fatalf("event %v", got[0])

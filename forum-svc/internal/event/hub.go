@@ -2,6 +2,8 @@ package event
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -56,6 +58,7 @@ type Hub struct {
 	mu   sync.Mutex
 	subs map[int64]map[*Sub]struct{}
 
+	origin    string // names this hub's pub/sub messages
 	closed    chan struct{}
 	closeOnce sync.Once
 	publish   chan []Change // committed changes to announce to the other replicas
@@ -86,7 +89,9 @@ func NewHub(log Log, opts HubOptions) *Hub {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Hub{log: log, opts: opts, subs: map[int64]map[*Sub]struct{}{}, closed: make(chan struct{}),
+	var origin [8]byte
+	_, _ = rand.Read(origin[:]) // never fails (crypto/rand)
+	return &Hub{log: log, opts: opts, origin: hex.EncodeToString(origin[:]), subs: map[int64]map[*Sub]struct{}{}, closed: make(chan struct{}),
 		publish: make(chan []Change, 1024), handOvers: make(chan struct{}, remoteHandOvers)}
 }
 
@@ -213,7 +218,7 @@ func (h *Hub) publishLoop(ctx context.Context) {
 				continue // the others poll while Redis is lost
 			}
 			pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-			err := h.opts.Redis.Publish(pctx, h.opts.Channel, encodeMessage(changes, MaxMessage)).Err()
+			err := h.opts.Redis.Publish(pctx, h.opts.Channel, encodeMessage(h.origin, changes, MaxMessage)).Err()
 			cancel()
 			if err != nil && ctx.Err() == nil {
 				h.opts.Logger.Debug("publish event wake-up failed", "err", err)
