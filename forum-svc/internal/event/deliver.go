@@ -251,10 +251,10 @@ func decodeMessage(s string) (origin string, users []int64, changes []Change) {
 // own (rendering reads the database; the subscription goes on receiving), or wakes the users'
 // streams to read the log.
 func (h *Hub) received(payload string) {
-	origin, users, changes := decodeMessage(payload)
-	if origin == h.origin {
+	if origin, _, _ := strings.Cut(payload, "\n"); origin == h.origin {
 		return // this hub's own: its streams had the changes at the commit
 	}
+	_, users, changes := decodeMessage(payload)
 	if changes == nil {
 		h.wakeUsers(users)
 		return
