@@ -12,7 +12,11 @@ type Change struct {
 	MessageID      int64   // 0 when none
 	ActorID        int64   // the user who made the change
 	UserIDs        []int64 // who may see it: the users whose streams get it
-	At             int64   // unix seconds of the change (the write's date)
+	// EventIDs are the ids the event log gave the change, one for each of UserIDs, in the same
+	// order (set by the log's recorder in the transaction; nil without it): with them, the hub
+	// hands the committed events to this process's streams without their reading the log.
+	EventIDs []int64
+	At       int64 // unix seconds of the change (the write's date)
 }
 
 // The types of change, named as the stream's events are.

@@ -2,6 +2,8 @@ package event
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -13,7 +15,8 @@ import (
 )
 
 // Log is the durable per-user event log the streams read (the store implements it). Every read is
-// on the primary: the log is the truth, the hub's wake-ups are only hints to read it.
+// on the primary: the log is the truth; the hub's hand-overs and wake-ups only save or prompt
+// reads of it.
 type Log interface {
 	// EventsAfter returns the user's events after id, oldest first, at most limit.
 	EventsAfter(ctx context.Context, userID, after int64, limit int) ([]Entry, error)
@@ -45,8 +48,9 @@ const (
 
 // Hub wakes the streams of a user when the user has new events: at once for the writes of this
 // process, over Redis pub/sub for those of other replicas, and by polling the log otherwise. A
-// wake-up carries nothing: the stream reads the log after its own cursor, so a wake-up lost,
-// doubled or late loses or doubles no event.
+// wake-up hands the events over when it can (deliver.go); a stream sends them only when they
+// follow its cursor, and otherwise reads the log after it, so a wake-up lost, doubled or late
+// loses or doubles no event.
 type Hub struct {
 	log  Log
 	opts HubOptions
@@ -54,10 +58,12 @@ type Hub struct {
 	mu   sync.Mutex
 	subs map[int64]map[*Sub]struct{}
 
+	origin    string // names this hub's pub/sub messages
 	closed    chan struct{}
 	closeOnce sync.Once
-	publish   chan []int64 // user ids to announce to the other replicas
-	redisUp   atomic.Bool  // the subscription is working
+	publish   chan []Change // committed changes to announce to the other replicas
+	handOvers chan struct{} // bounds the hand-overs of the other replicas' changes run at once
+	redisUp   atomic.Bool   // the subscription is working
 }
 
 // Sub is one stream's subscription to its user's wake-ups.
@@ -65,6 +71,8 @@ type Sub struct {
 	userID int64
 	wake   chan struct{} // holds at most one pending wake-up
 	cursor atomic.Int64  // the last event id the stream has sent
+	box    inbox         // what the wake-ups brought
+	render Renderer      // the stream's renderer, which the hand-over renders with (nil: none)
 }
 
 // NewHub returns a hub over log. Run it for Redis and polling.
@@ -81,13 +89,19 @@ func NewHub(log Log, opts HubOptions) *Hub {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Hub{log: log, opts: opts, subs: map[int64]map[*Sub]struct{}{}, closed: make(chan struct{}),
-		publish: make(chan []int64, 1024)}
+	var origin [8]byte
+	_, _ = rand.Read(origin[:]) // never fails (crypto/rand)
+	return &Hub{log: log, opts: opts, origin: hex.EncodeToString(origin[:]), subs: map[int64]map[*Sub]struct{}{}, closed: make(chan struct{}),
+		publish: make(chan []Change, 1024), handOvers: make(chan struct{}, remoteHandOvers)}
 }
 
 // Subscribe registers a stream of userID.
-func (h *Hub) Subscribe(userID int64) *Sub {
-	s := &Sub{userID: userID, wake: make(chan struct{}, 1)}
+func (h *Hub) Subscribe(userID int64) *Sub { return h.subscribe(userID, nil) }
+
+// subscribe registers a stream of userID whose events render with r (nil: the stream reads and
+// renders the log itself).
+func (h *Hub) subscribe(userID int64, r Renderer) *Sub {
+	s := &Sub{userID: userID, wake: make(chan struct{}, 1), render: r}
 	h.mu.Lock()
 	m := h.subs[userID]
 	if m == nil {
@@ -129,27 +143,27 @@ func (h *Hub) wakeUsers(users []int64) {
 	defer h.mu.Unlock()
 	for _, u := range users {
 		for s := range h.subs[u] {
-			select {
-			case s.wake <- struct{}{}:
-			default:
-			}
+			s.wakeToRead()
 		}
 	}
 }
 
-// Committed takes the changes of a committed write (store.AddCommitted): it wakes this process's
-// streams of their users and announces them to the other replicas.
+// Committed takes the changes of a committed write (store.AddCommitted): it hands their events to
+// this process's streams of their users (rendered once per user and renderer), or wakes them to
+// read the log, and announces them to the other replicas (encodeMessage).
 func (h *Hub) Committed(changes []Change) {
 	var users []int64
 	for _, c := range changes {
 		users = append(users, c.UserIDs...)
 	}
-	h.wakeUsers(users)
+	if !h.handOver(changes) {
+		h.wakeUsers(users)
+	}
 	if h.opts.Redis == nil {
 		return
 	}
 	select {
-	case h.publish <- users:
+	case h.publish <- changes:
 	default: // the publisher is behind (Redis slow or lost): the other replicas poll
 	}
 }
@@ -190,12 +204,12 @@ func (h *Hub) publishLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case users := <-h.publish:
+		case changes := <-h.publish:
 			// Coalesce what is waiting into one message.
 			for more := true; more; {
 				select {
-				case u := <-h.publish:
-					users = append(users, u...)
+				case c := <-h.publish:
+					changes = append(changes, c...)
 				default:
 					more = false
 				}
@@ -204,7 +218,7 @@ func (h *Hub) publishLoop(ctx context.Context) {
 				continue // the others poll while Redis is lost
 			}
 			pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-			err := h.opts.Redis.Publish(pctx, h.opts.Channel, encodeUsers(users)).Err()
+			err := h.opts.Redis.Publish(pctx, h.opts.Channel, encodeMessage(h.origin, changes, MaxMessage)).Err()
 			cancel()
 			if err != nil && ctx.Err() == nil {
 				h.opts.Logger.Debug("publish event wake-up failed", "err", err)
@@ -238,7 +252,7 @@ func (h *Hub) subscribeLoop(ctx context.Context) {
 					h.poll(ctx)
 				}
 			case *redis.Message:
-				h.wakeUsers(decodeUsers(m.Payload))
+				h.received(m.Payload)
 			}
 		}
 		_ = ps.Close()
@@ -296,10 +310,7 @@ func (h *Hub) poll(ctx context.Context) {
 	for u, id := range last {
 		for s := range h.subs[u] {
 			if s.cursor.Load() < id {
-				select {
-				case s.wake <- struct{}{}:
-				default:
-				}
+				s.wakeToRead()
 			}
 		}
 	}

@@ -7,7 +7,10 @@ import (
 	"time"
 )
 
-// Renderer renders a user's events as the API shows the objects to that user.
+// Renderer renders a user's events as the API shows the objects to that user. Its dynamic type
+// must be comparable, and equal renderers render alike: a committed write's events are rendered
+// once for each user and distinct renderer of the user's streams (in the writing goroutine, with a
+// context of its own: what the rendering depends on is the renderer's, not the context's).
 type Renderer interface {
 	// Render returns the event's data (one line of JSON); ok is false when the user can no longer
 	// see its object (they left the conversation, or it is gone): the event is skipped.
@@ -75,18 +78,48 @@ type Resume struct {
 // Serve streams userID's events to conn until ctx is done, the hub closes (ErrStreamClosed), the
 // check fails (its error), or the client does not take its events (ErrSlowConsumer, or the write's
 // error). It subscribes before it reads the log, so an event committed while it replays wakes it
-// afterwards: the replay and the live events meet with no gap and no repeat, since both read the
-// log after the last id sent.
+// afterwards: the replay and the live events meet with no gap and no repeat, since every event
+// sent follows the last id sent (read from the log after it, or handed over by the hub).
 func (h *Hub) Serve(ctx context.Context, conn Conn, userID int64, from Resume, r Renderer, opts StreamOptions) error {
 	opts.defaults()
-	sub := h.Subscribe(userID)
-	defer h.Unsubscribe(sub)
-	oldest, last, err := h.log.EventBounds(ctx, userID)
+	s := &stream{h: h, userID: userID, r: r, opts: opts, w: writer{conn: conn, timeout: opts.WriteTimeout}}
+	s.sub = h.subscribe(userID, r)
+	defer h.Unsubscribe(s.sub)
+	if err := s.open(ctx, conn, from); err != nil {
+		return err
+	}
+	defer s.stop()
+	return s.loop(ctx)
+}
+
+// stream is the state of one Serve. An idle stream waits in loop, whose frame, with the runtime's
+// below it, is all its goroutine's stack holds: the work is done in functions kept out of it
+// (noinline), so that the collector can shrink an idle stream's stack to 4 KiB, where a frame
+// holding them all kept it at 8 KiB (BenchmarkIdleStreams in internal/httpapi).
+type stream struct {
+	h         *Hub
+	userID    int64
+	r         Renderer
+	opts      StreamOptions
+	sub       *Sub
+	w         writer
+	cursor    int64 // the last event id sent
+	unread    int64 // the unread count last sent
+	heartbeat *time.Ticker
+	checker   *time.Ticker // nil without opts.Check
+	check     <-chan time.Time
+}
+
+// open sends the stream's head: retry, a resync when the client's id is lost, and unread_count.
+//
+//go:noinline
+func (s *stream) open(ctx context.Context, conn Conn, from Resume) error {
+	oldest, last, err := s.h.log.EventBounds(ctx, s.userID)
 	if err != nil {
 		return err
 	}
-	w := &writer{conn: conn, timeout: opts.WriteTimeout}
-	w.buf = AppendRetry(w.buf, opts.Retry.Milliseconds())
+	w := &s.w
+	w.buf = AppendRetry(w.buf, s.opts.Retry.Milliseconds())
 	cursor := last
 	if from.Given {
 		cursor = from.LastEventID
@@ -97,82 +130,172 @@ func (h *Hub) Serve(ctx context.Context, conn Conn, userID int64, from Resume, r
 			w.event(last, TypeResync, data)
 		}
 	}
-	sub.cursor.Store(cursor)
-	data, unread, err := r.Unread(ctx, userID)
+	s.cursor = cursor
+	s.sub.cursor.Store(cursor)
+	data, unread, err := s.r.Unread(ctx, s.userID)
 	if err != nil {
 		return err
 	}
+	s.unread = unread
 	w.event(cursor, TypeUnreadCount, data)
 	conn.Start()
 	if err := w.flush(); err != nil {
 		return err
 	}
-	heartbeat := time.NewTicker(opts.Heartbeat)
-	defer heartbeat.Stop()
-	var check <-chan time.Time
-	if opts.Check != nil {
-		t := time.NewTicker(opts.CheckEvery)
-		defer t.Stop()
-		check = t.C
+	s.heartbeat = time.NewTicker(s.opts.Heartbeat)
+	if s.opts.Check != nil {
+		s.checker = time.NewTicker(s.opts.CheckEvery)
+		s.check = s.checker.C
 	}
+	return nil
+}
+
+func (s *stream) stop() {
+	s.heartbeat.Stop()
+	if s.checker != nil {
+		s.checker.Stop()
+	}
+}
+
+// loop waits for what the stream has to do, and has it done.
+func (s *stream) loop(ctx context.Context) error {
 	pending := true // read the log once: events may have committed since EventBounds
 	for {
 		if pending {
-			pending = false
-			entries, err := h.log.EventsAfter(ctx, userID, cursor, opts.Batch)
-			if err != nil {
+			var err error
+			if pending, err = s.readLog(ctx); err != nil {
 				return err
 			}
-			for _, e := range entries {
-				data, ok, err := r.Render(ctx, userID, e)
-				if err != nil {
-					return fmt.Errorf("render event %d: %w", e.ID, err)
-				}
-				cursor = e.ID
-				if ok {
-					w.event(e.ID, e.Type, data)
-				}
-			}
-			if len(entries) > 0 {
-				sub.cursor.Store(cursor)
-				if changesUnread(entries) {
-					data, n, err := r.Unread(ctx, userID)
-					if err != nil {
-						return err
-					}
-					if n != unread {
-						unread = n
-						w.event(cursor, TypeUnreadCount, data)
-					}
-				}
-				if err := w.flush(); err != nil {
-					return err
-				}
-				heartbeat.Reset(opts.Heartbeat)
-			}
-			if len(entries) == opts.Batch {
-				pending = true // more to read
-				continue
+			if pending {
+				continue // more to read
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-h.closed:
+		case <-s.h.closed:
 			return ErrStreamClosed
-		case <-sub.wake:
-			pending = true
-		case <-heartbeat.C:
-			w.buf = append(w.buf, Heartbeat...)
-			if err := w.flush(); err != nil {
+		case <-s.sub.wake:
+			var err error
+			if pending, err = s.woken(); err != nil {
 				return err
 			}
-		case <-check:
-			if err := opts.Check(ctx); err != nil {
+		case <-s.heartbeat.C:
+			if err := s.beat(); err != nil {
+				return err
+			}
+		case <-s.check:
+			if err := s.checkKey(ctx); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// readLog sends the events of the log after the cursor, a batch of them; more is true when the
+// batch was full.
+//
+//go:noinline
+func (s *stream) readLog(ctx context.Context) (more bool, err error) {
+	entries, err := s.h.log.EventsAfter(ctx, s.userID, s.cursor, s.opts.Batch)
+	if err != nil {
+		return false, err
+	}
+	w := &s.w
+	for _, e := range entries {
+		data, ok, err := s.r.Render(ctx, s.userID, e)
+		if err != nil {
+			return false, fmt.Errorf("render event %d: %w", e.ID, err)
+		}
+		s.cursor = e.ID
+		if ok {
+			w.event(e.ID, e.Type, data)
+		}
+	}
+	if len(entries) == 0 {
+		return false, nil
+	}
+	s.sub.cursor.Store(s.cursor)
+	if changesUnread(entries) {
+		data, n, err := s.r.Unread(ctx, s.userID)
+		if err != nil {
+			return false, err
+		}
+		if n != s.unread {
+			s.unread = n
+			w.event(s.cursor, TypeUnreadCount, data)
+		}
+	}
+	if err := w.flush(); err != nil {
+		return false, err
+	}
+	s.heartbeat.Reset(s.opts.Heartbeat)
+	return len(entries) == s.opts.Batch, nil
+}
+
+// woken sends what the hub handed over; readLog is true when the stream is to read the log (the
+// wake-up carried no events, or they do not follow the last id sent).
+//
+//go:noinline
+func (s *stream) woken() (readLog bool, err error) {
+	batches, readLog := s.sub.box.take()
+	if readLog {
+		return true, nil
+	}
+	sent, gap := false, false
+	for _, b := range batches {
+		var applied bool
+		if s.cursor, applied, gap = applyRendered(&s.w, s.cursor, b); gap {
+			break
+		}
+		if applied && b.hasUnread && b.unreadN != s.unread {
+			s.unread = b.unreadN
+			s.w.event(s.cursor, TypeUnreadCount, b.unread)
+		}
+		sent = sent || applied
+	}
+	if sent {
+		s.sub.cursor.Store(s.cursor)
+		if err := s.w.flush(); err != nil {
+			return false, err
+		}
+		s.heartbeat.Reset(s.opts.Heartbeat)
+	}
+	return gap, nil // on a gap, what follows the last id sent is not all here: read the log
+}
+
+//go:noinline
+func (s *stream) beat() error {
+	s.w.buf = append(s.w.buf, Heartbeat...)
+	return s.w.flush()
+}
+
+//go:noinline
+func (s *stream) checkKey(ctx context.Context) error { return s.opts.Check(ctx) }
+
+// applyRendered writes the events of b that follow cursor, and returns the new cursor, whether
+// any followed it, and whether b skips an id after the cursor (gap: the stream reads the log from
+// the cursor; nothing of b was written then). Ids at or before the cursor were sent already.
+func applyRendered(w *writer, cursor int64, b *rendered) (next int64, applied, gap bool) {
+	next = cursor
+	for _, e := range b.events {
+		if e.id <= next {
+			continue
+		}
+		if e.id != next+1 {
+			return cursor, false, true
+		}
+		next = e.id
+	}
+	if next == cursor {
+		return cursor, false, false
+	}
+	for _, e := range b.events {
+		if e.id > cursor && e.ok {
+			w.event(e.id, e.typ, e.data)
+		}
+	}
+	return next, true, false
 }
 
 // changesUnread reports whether the entries may change the number of unread conversations.

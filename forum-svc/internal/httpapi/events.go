@@ -176,7 +176,7 @@ func (a *api) streamEvents(c echo.Context) error {
 		return err
 	}
 	userID, keyHash := c.Get(ctxUser).(int64), c.Get(ctxKey).(string)
-	render := renderer{a.events.Render}
+	render := renderer{conv: a.events.Render, attachmentWrite: conversation.AttachmentWrite(c.Request().Context())}
 	setHeaders := func() {
 		h := c.Response().Header()
 		h.Set(echo.HeaderContentType, "text/event-stream")
@@ -209,8 +209,8 @@ func (a *api) streamEvents(c echo.Context) error {
 	// taken (HTTP/2, a test's recorder) the stream is written through the ResponseWriter and ends
 	// with the request.
 	// The stream's context holds nothing of the request's (which would keep the request and its
-	// buffers), only what the objects' rendering reads from it.
-	ctx, cancel := context.WithCancel(conversation.WithAttachmentWrite(context.Background(), conversation.AttachmentWrite(reqCtx)))
+	// buffers): what the objects' rendering reads from it, the renderer holds.
+	ctx, cancel := context.WithCancel(context.Background())
 	conn := &streamConn{w: c.Response().Writer, setHeaders: setHeaders, started: make(chan bool, 1)}
 	done := make(chan error, 1)
 	go func() {
@@ -239,7 +239,10 @@ func (a *api) streamEvents(c echo.Context) error {
 	return nil // the answer has started: nothing else can be sent
 }
 
-// logStreamEnd logs why a stream ended, unless the client or the server ended it.
+// logStreamEnd logs why a stream ended, unless the client or the server ended it. Kept out of
+// the stream's goroutine function (noinline), whose frame an idle stream's stack holds.
+//
+//go:noinline
 func logStreamEnd(log *slog.Logger, err error) {
 	switch {
 	case err == nil, errors.Is(err, event.ErrStreamClosed), errors.Is(err, context.Canceled):
@@ -312,10 +315,17 @@ func (s *streamConn) SetWriteDeadline(t time.Time) error {
 	return s.raw.SetWriteDeadline(t)
 }
 
-// renderer renders the events as the GET operations show their objects.
-type renderer struct{ conv *conversation.Service }
+// renderer renders the events as the GET operations show their objects to the stream's key. It
+// holds what the objects depend on besides the user (whether the key may upload attachments):
+// the hub renders a committed write's events once per distinct renderer of a user's streams, with
+// a context of its own.
+type renderer struct {
+	conv            *conversation.Service
+	attachmentWrite bool
+}
 
 func (r renderer) Render(ctx context.Context, userID int64, e event.Entry) ([]byte, bool, error) {
+	ctx = conversation.WithAttachmentWrite(ctx, r.attachmentWrite)
 	var (
 		v   any
 		err error
@@ -345,6 +355,7 @@ func (r renderer) Render(ctx context.Context, userID int64, e event.Entry) ([]by
 }
 
 func (r renderer) Unread(ctx context.Context, userID int64) ([]byte, int64, error) {
+	ctx = conversation.WithAttachmentWrite(ctx, r.attachmentWrite)
 	me, err := r.conv.Me(ctx, userID)
 	if err != nil {
 		return nil, 0, err

@@ -263,3 +263,46 @@ func TestEventStreamCORS(t *testing.T) {
 		t.Fatalf("another origin's ticket answer: %v", r.header)
 	}
 }
+
+// The streams of one user get each event as their own key sees its object: a key with
+// attachment:write sees can_upload_attachment, one without does not, though the write's events are
+// rendered once for each distinct view, not once a stream.
+func TestEventStreamViewPerKey(t *testing.T) {
+	dialects(t, func(t *testing.T, e *env) {
+		attachKey := "alice-attach-key-0123456789abcdef0123"
+		if err := e.gdb.Exec(`INSERT INTO api_keys (key_hash, key_type, user_id, scopes, active, created_at)
+VALUES (?, 'user', 1, 'conversation:read conversation:write attachment:write', TRUE, 1)`, auth.Hash(attachKey)).Error; err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(e.h)
+		t.Cleanup(srv.Close)
+		keys := []string{keyAlice, attachKey, keyAlice}
+		var streams []<-chan sseEvent
+		for _, k := range keys {
+			_, events := openStream(t, srv, "/api/events", key(k))
+			if first := next(t, events, false); first.typ != "unread_count" {
+				t.Fatalf("first event %+v", first)
+			}
+			streams = append(streams, events)
+		}
+		if r := e.post("/api/conversation-messages", url.Values{"conversation_id": {"10"}, "message": {"hi"}}, key(keyBob)); r.status != http.StatusOK {
+			t.Fatalf("reply: %d %s", r.status, r.body)
+		}
+		for i, events := range streams {
+			got := next(t, events, true)
+			var msg struct {
+				Message struct {
+					Conversation struct {
+						CanUploadAttachment bool `json:"can_upload_attachment"`
+					} `json:"conversation"`
+				} `json:"message"`
+			}
+			if got.typ != "message_created" || json.Unmarshal([]byte(got.data), &msg) != nil {
+				t.Fatalf("stream %d: %+v", i, got)
+			}
+			if want := keys[i] == attachKey; msg.Message.Conversation.CanUploadAttachment != want {
+				t.Fatalf("stream %d (key %s): can_upload_attachment %v, want %v", i, keys[i], !want, want)
+			}
+		}
+	})
+}

@@ -41,7 +41,7 @@ func (EventRow) TableName() string { return "event_log" }
 // write gives them, in one statement over the users in ascending order (two writes lock their
 // common users' rows in the same order, so they never deadlock); the row stays locked until the
 // write commits, so a user's events commit in the order of their ids. Then the events go in, in
-// the order of the changes.
+// the order of the changes, and each change gets its ids (EventIDs) for the hub's hand-over.
 func (l EventLog) Record(tx *gorm.DB, changes []event.Change) error {
 	count := map[int64]int64{}
 	for _, c := range changes {
@@ -89,10 +89,13 @@ RETURNING user_id, last_event_id`, args...).Rows()
 		}
 	}
 	var out []EventRow
-	for _, c := range changes {
-		for _, u := range c.UserIDs {
+	for i := range changes {
+		c := &changes[i]
+		c.EventIDs = make([]int64, len(c.UserIDs))
+		for j, u := range c.UserIDs {
 			out = append(out, EventRow{UserID: u, EventID: next[u], EventType: c.Type, ConversationID: c.ConversationID,
 				MessageID: c.MessageID, ActorID: c.ActorID, CreatedAt: c.At})
+			c.EventIDs[j] = next[u]
 			next[u]++
 		}
 	}

@@ -14,7 +14,7 @@ const maxPerStream = 16 << 10
 
 // goBenchPerStream is the Go benchmark's figure (BenchmarkIdleStreams, forum-svc/README.md,
 // "Live events": heap and stacks in use a stream), printed beside this one.
-const goBenchPerStream = "13.2 KB (go test -run '^$' -bench BenchmarkIdleStreams -benchtime 1x ./forum-svc/internal/httpapi/)"
+const goBenchPerStream = "9.0 KB (go test -run '^$' -bench BenchmarkIdleStreams -benchtime 1x ./forum-svc/internal/httpapi/)"
 
 // latencyFactor: forum-svc's p99 may be at most this many times the bare server's.
 const latencyFactor = 2
