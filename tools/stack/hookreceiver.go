@@ -320,12 +320,20 @@ func CheckHooks(written map[int64]int64, got []HookDelivery) HookCheck {
 // Reply posts message into conversation conv as the key's user (POST /api/conversation-messages/)
 // and returns the new message's id.
 func Reply(client *http.Client, baseURL, key string, conv int64, message string) (int64, error) {
+	return ReplyAs(client, baseURL, key, 0, conv, message)
+}
+
+// ReplyAs is Reply as user (Forum-Api-User, for a super key), or as the key's user when user is 0.
+func ReplyAs(client *http.Client, baseURL, key string, user, conv int64, message string) (int64, error) {
 	form := "conversation_id=" + strconv.FormatInt(conv, 10) + "&message=" + url.QueryEscape(message)
 	req, err := http.NewRequest(http.MethodPost, baseURL+"/api/conversation-messages/", strings.NewReader(form))
 	if err != nil {
 		return 0, err
 	}
 	req.Header.Set("Forum-Api-Key", key)
+	if user != 0 {
+		req.Header.Set("Forum-Api-User", strconv.FormatInt(user, 10))
+	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	resp, err := client.Do(req)
 	if err != nil {
@@ -337,7 +345,7 @@ func Reply(client *http.Client, baseURL, key string, conv int64, message string)
 		return 0, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("reply to %d: %s %.200s", conv, resp.Status, body)
+		return 0, fmt.Errorf("reply to %d as user %d: %s %.200s", conv, user, resp.Status, body)
 	}
 	var b struct {
 		Message struct {

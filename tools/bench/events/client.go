@@ -10,12 +10,13 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"forumstats.local/tools/stack"
 )
 
 // arrival is a message_created event read by a stream: its message and when its data line arrived.
@@ -249,7 +250,7 @@ func postReplies(ctx context.Context, client *http.Client, baseURL, key string, 
 			defer func() { <-sem }()
 			r := &out[i]
 			r.start = time.Now()
-			id, err := postReply(client, baseURL, key, r.author, r.conv, "Reply "+strconv.Itoa(i)+" of the event stream benchmark.")
+			id, err := stack.ReplyAs(client, baseURL, key, r.author, r.conv, "Reply "+strconv.Itoa(i)+" of the event stream benchmark.")
 			r.answer = time.Now()
 			r.id = id
 			if err != nil {
@@ -260,38 +261,4 @@ func postReplies(ctx context.Context, client *http.Client, baseURL, key string, 
 	wg.Wait()
 	close(errs)
 	return out, errors.Join(<-errs, ctx.Err())
-}
-
-// postReply posts one reply as user and returns the new message's id.
-func postReply(client *http.Client, baseURL, key string, user, conv int64, message string) (int64, error) {
-	form := "conversation_id=" + strconv.FormatInt(conv, 10) + "&message=" + url.QueryEscape(message)
-	req, err := http.NewRequest(http.MethodPost, baseURL+"/api/conversation-messages/", strings.NewReader(form))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Forum-Api-Key", key)
-	req.Header.Set("Forum-Api-User", strconv.FormatInt(user, 10))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("reply to %d as %d: %s %.200s", conv, user, resp.Status, body)
-	}
-	var b struct {
-		Message struct {
-			MessageID      int64 `json:"message_id"`
-			ConversationID int64 `json:"conversation_id"`
-		} `json:"message"`
-	}
-	if err := json.Unmarshal(body, &b); err != nil || b.Message.MessageID == 0 || b.Message.ConversationID != conv {
-		return 0, fmt.Errorf("reply to %d: unexpected answer %.200s", conv, body)
-	}
-	return b.Message.MessageID, nil
 }
