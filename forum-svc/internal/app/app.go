@@ -105,7 +105,7 @@ func (a *App) build(o options) error {
 	// without the replica), since an event may name what the replica does not have yet.
 	st.AddRecorder(st.EventLog())
 	a.hub = event.NewHub(st, event.HubOptions{Redis: rc, Logger: log})
-	st.AddCommitted(a.hub.Committed)
+	st.AddCommitted(a.hub.Prepare)
 	primary, err := store.New(gdb)
 	if err != nil {
 		return err

@@ -24,6 +24,9 @@ type rendered struct {
 	unread    []byte
 	unreadN   int64
 	hasUnread bool
+	// committed is when the write committed in this process (zero: another replica's write), from
+	// which the streams measure their delivery (observeDelivery).
+	committed time.Time
 }
 
 type renderedEvent struct {
@@ -76,67 +79,99 @@ const renderParallel = 4
 
 // handOver renders the changes' events once for each user and renderer of the streams here, and
 // hands the bytes to those streams. It returns false when the changes carry no ids (no event log
+// recorder): the streams are then to be woken to read the log. committed is when the write
+// committed here (zero for another replica's).
+func (h *Hub) handOver(changes []Change, committed time.Time) bool {
+	plan := h.prepare(context.Background(), changes, true)
+	if plan == nil {
+		return false
+	}
+	h.deliver(plan, committed)
+	return true
+}
+
+// handOverPlan is a write's events rendered for the streams here.
+type handOverPlan struct {
+	perUser map[int64][]Entry
+	keys    []renderKey
+	out     []*rendered // by keys; nil: the streams of that key read the log
+}
+
+// prepare renders the changes' events once for each user and renderer of the streams here, with
+// ctx bounded by renderTimeout, parallel renders when parallel (ctx then must allow concurrent
+// reads: not a transaction's). It returns nil when the changes carry no ids (no event log
 // recorder): the streams are then to be woken to read the log.
-func (h *Hub) handOver(changes []Change) bool {
-	perUser := map[int64][]Entry{}
-	var keys []renderKey
+func (h *Hub) prepare(ctx context.Context, changes []Change, parallel bool) *handOverPlan {
+	p := &handOverPlan{perUser: map[int64][]Entry{}}
 	h.mu.Lock()
 	for _, c := range changes {
 		if len(c.EventIDs) != len(c.UserIDs) {
 			h.mu.Unlock()
-			return false
+			return nil
 		}
 		for i, u := range c.UserIDs {
 			subs := h.subs[u]
 			if len(subs) == 0 {
 				continue
 			}
-			if _, seen := perUser[u]; !seen {
+			if _, seen := p.perUser[u]; !seen {
 				for s := range subs {
-					if k := (renderKey{u, s.render}); s.render != nil && !slices.Contains(keys, k) {
-						keys = append(keys, k)
+					if k := (renderKey{u, s.render}); s.render != nil && !slices.Contains(p.keys, k) {
+						p.keys = append(p.keys, k)
 					}
 				}
 			}
-			perUser[u] = append(perUser[u], Entry{ID: c.EventIDs[i], Type: c.Type, ConversationID: c.ConversationID,
+			p.perUser[u] = append(p.perUser[u], Entry{ID: c.EventIDs[i], Type: c.Type, ConversationID: c.ConversationID,
 				MessageID: c.MessageID, ActorID: c.ActorID, At: c.At})
 		}
 	}
 	h.mu.Unlock()
-	if len(perUser) == 0 {
-		return true
+	p.out = make([]*rendered, len(p.keys))
+	if len(p.keys) == 0 {
+		return p
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), renderTimeout)
+	ctx, cancel := context.WithTimeout(ctx, renderTimeout)
 	defer cancel()
-	out := make([]*rendered, len(keys))
-	if len(keys) == 1 {
-		out[0] = renderFor(ctx, keys[0].r, keys[0].userID, perUser[keys[0].userID])
-	} else {
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, renderParallel)
-		for i, k := range keys {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				out[i] = renderFor(ctx, k.r, k.userID, perUser[k.userID]) // nil: the streams read the log
-			})
+	if !parallel || len(p.keys) == 1 {
+		for i, k := range p.keys {
+			p.out[i] = renderFor(ctx, k.r, k.userID, p.perUser[k.userID])
 		}
-		wg.Wait()
+		return p
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, renderParallel)
+	for i, k := range p.keys {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			p.out[i] = renderFor(ctx, k.r, k.userID, p.perUser[k.userID]) // nil: the streams read the log
+		})
+	}
+	wg.Wait()
+	return p
+}
+
+// deliver hands p's renderings to the streams of their users; committed (zero: unknown) is kept
+// with them for the delivery metric.
+func (h *Hub) deliver(p *handOverPlan, committed time.Time) {
+	for _, r := range p.out {
+		if r != nil {
+			r.committed = committed
+		}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for u := range perUser {
+	for u := range p.perUser {
 		for s := range h.subs[u] {
 			// A stream subscribed since, or whose rendering failed, reads the log (nil).
-			if i := slices.Index(keys, renderKey{u, s.render}); i >= 0 && s.render != nil {
-				s.box.push(out[i])
+			if i := slices.Index(p.keys, renderKey{u, s.render}); i >= 0 && s.render != nil {
+				s.box.push(p.out[i])
 			} else {
 				s.box.push(nil)
 			}
 			s.signal()
 		}
 	}
-	return true
 }
 
 // renderFor renders a user's events of one write, nil when it fails.
@@ -263,7 +298,7 @@ func (h *Hub) received(payload string) {
 	case h.handOvers <- struct{}{}:
 		go func() {
 			defer func() { <-h.handOvers }()
-			if !h.handOver(changes) {
+			if !h.handOver(changes, time.Time{}) {
 				h.wakeUsers(users)
 			}
 		}()

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // countingLog counts the reads of the log.
@@ -324,4 +327,88 @@ func TestReceivedHandsOver(t *testing.T) {
 	if n := log.reads.Load() - reads; n == 0 {
 		t.Fatal("a message without changes: no read of the log")
 	}
+}
+
+// Prepare renders with the caller's context before the commit, and the streams get nothing until
+// its result runs (the write committed); then they get the events without a read of the log, and
+// the delivery is observed in event_stream_delivery_seconds. A result never run (the write rolled
+// back) leaves the streams as they were.
+func TestPrepareDeliversOnlyOnceCommitted(t *testing.T) {
+	log := &countingLog{memLog: &memLog{}}
+	h := NewHub(log, HubOptions{})
+	r := &ctxRenderer{}
+	conn := newMemConn()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = h.Serve(ctx, conn, 7, Resume{}, r, StreamOptions{}) }()
+	waitEvents(t, conn, TypeUnreadCount, 1)
+	readsBefore := log.reads.Load()
+	observedBefore := deliveriesObserved(t)
+
+	rolledBack := h.Prepare(context.WithValue(context.Background(), testTxKey{}, "tx 1"), committed(1))
+	_ = rolledBack // never run
+	log.add(1)
+	commit := h.Prepare(context.WithValue(context.Background(), testTxKey{}, "tx 2"), committed(1))
+	if got := r.seen(); !slices.Equal(got, []string{"tx 1", "tx 2"}) {
+		t.Fatalf("rendered with the contexts %v, want both transactions'", got)
+	}
+	time.Sleep(50 * time.Millisecond)
+	for _, e := range conn.events() {
+		if e["event"] == TypeMessageCreated {
+			t.Fatalf("an event before the commit: %v", conn.events())
+		}
+	}
+	commit()
+	got := waitEvents(t, conn, TypeMessageCreated, 1)
+	if !slices.Equal(ids(got), []string{"1"}) || got[0]["data"] != `{"tx":"tx 2"}` {
+		t.Fatalf("after the commit: %v", got)
+	}
+	if reads := log.reads.Load() - readsBefore; reads != 0 {
+		t.Fatalf("%d reads of the log, want none", reads)
+	}
+	if n := deliveriesObserved(t) - observedBefore; n != 1 {
+		t.Fatalf("%d deliveries observed, want 1", n)
+	}
+}
+
+// testTxKey names a value of the context Prepare is given (a transaction, in the service).
+type testTxKey struct{}
+
+// ctxRenderer renders the testTxKey value of its context, and keeps them.
+type ctxRenderer struct {
+	mu   sync.Mutex
+	ctxs []string
+}
+
+func (r *ctxRenderer) Render(ctx context.Context, _ int64, e Entry) ([]byte, bool, error) {
+	v, _ := ctx.Value(testTxKey{}).(string)
+	r.mu.Lock()
+	r.ctxs = append(r.ctxs, v)
+	r.mu.Unlock()
+	return []byte(`{"tx":"` + v + `"}`), true, nil
+}
+
+func (r *ctxRenderer) Unread(context.Context, int64) ([]byte, int64, error) {
+	return []byte(`{}`), 0, nil
+}
+
+func (r *ctxRenderer) seen() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.ctxs)
+}
+
+// deliveriesObserved is the number of observations of event_stream_delivery_seconds.
+func deliveriesObserved(t *testing.T) uint64 {
+	t.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == DeliveryMetric {
+			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	return 0 // not registered yet: nothing observed
 }

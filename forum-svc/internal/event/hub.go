@@ -148,25 +148,39 @@ func (h *Hub) wakeUsers(users []int64) {
 	}
 }
 
-// Committed takes the changes of a committed write (store.AddCommitted): it hands their events to
-// this process's streams of their users (rendered once per user and renderer), or wakes them to
-// read the log, and announces them to the other replicas (encodeMessage).
-func (h *Hub) Committed(changes []Change) {
-	var users []int64
-	for _, c := range changes {
-		users = append(users, c.UserIDs...)
-	}
-	if !h.handOver(changes) {
-		h.wakeUsers(users)
-	}
-	if h.opts.Redis == nil {
-		return
-	}
-	select {
-	case h.publish <- changes:
-	default: // the publisher is behind (Redis slow or lost): the other replicas poll
+// Prepare readies the hand-over of a write's changes before its commit (store.AddCommitted): it
+// renders their events for this process's streams of their users, once per user and renderer,
+// with ctx (the store reads through the write's transaction in it, so the objects are as the write
+// leaves them), and returns what to run once the write has committed: hand the bytes to the
+// streams (or wake them to read the log) and announce the changes to the other replicas
+// (encodeMessage). A write that rolls back runs nothing: no stream hears of it. Rendering before
+// the commit leaves the commit-to-stream path with no read of the database.
+func (h *Hub) Prepare(ctx context.Context, changes []Change) (committed func()) {
+	plan := h.prepare(ctx, changes, false)
+	return func() {
+		at := time.Now()
+		if plan == nil {
+			var users []int64
+			for _, c := range changes {
+				users = append(users, c.UserIDs...)
+			}
+			h.wakeUsers(users)
+		} else {
+			h.deliver(plan, at)
+		}
+		if h.opts.Redis == nil {
+			return
+		}
+		select {
+		case h.publish <- changes:
+		default: // the publisher is behind (Redis slow or lost): the other replicas poll
+		}
 	}
 }
+
+// Committed takes the changes of a write that has committed already: Prepare and its result at
+// once (the events are rendered after the commit).
+func (h *Hub) Committed(changes []Change) { h.Prepare(context.Background(), changes)() }
 
 // Subscribed reports whether the hub's Redis subscription works (false without Redis).
 func (h *Hub) Subscribed() bool { return h.redisUp.Load() }

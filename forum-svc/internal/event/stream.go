@@ -242,24 +242,33 @@ func (s *stream) woken() (readLog bool, err error) {
 	if readLog {
 		return true, nil
 	}
-	sent, gap := false, false
+	sent, gap := 0, false
 	for _, b := range batches {
 		var applied bool
 		if s.cursor, applied, gap = applyRendered(&s.w, s.cursor, b); gap {
 			break
 		}
-		if applied && b.hasUnread && b.unreadN != s.unread {
+		if !applied {
+			continue
+		}
+		if b.hasUnread && b.unreadN != s.unread {
 			s.unread = b.unreadN
 			s.w.event(s.cursor, TypeUnreadCount, b.unread)
 		}
-		sent = sent || applied
+		batches[sent] = b
+		sent++
 	}
-	if sent {
+	if sent > 0 {
 		s.sub.cursor.Store(s.cursor)
 		if err := s.w.flush(); err != nil {
 			return false, err
 		}
 		s.heartbeat.Reset(s.opts.Heartbeat)
+		for _, b := range batches[:sent] {
+			if !b.committed.IsZero() {
+				observeDelivery(b.committed)
+			}
+		}
 	}
 	return gap, nil // on a gap, what follows the last id sent is not all here: read the log
 }

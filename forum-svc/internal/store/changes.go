@@ -22,10 +22,24 @@ type Recorder interface {
 // it. Call it before serving: the list is not guarded against concurrent writes.
 func (s *Store) AddRecorder(r Recorder) { s.recorders = append(s.recorders, r) }
 
-// AddCommitted makes fn run with a write's changes once the write has committed (in the writing
-// goroutine, after the transaction): the event stream's fan-out, which must never announce a
-// change a reader cannot find yet. Call it before serving.
-func (s *Store) AddCommitted(fn func([]event.Change)) { s.committed = append(s.committed, fn) }
+// AddCommitted makes fn take every write's changes inside its transaction, after the recorders,
+// right before the commit, and run what it returns (when not nil) once the write has committed, in
+// the writing goroutine: the event stream's fan-out, which renders the events before the commit
+// and must never announce a change a reader cannot find yet, nor one that rolled back. The store's
+// reads with fn's ctx (Message, Conversation, Me) go through the transaction, so they see the
+// write. Call it before serving.
+func (s *Store) AddCommitted(fn func(ctx context.Context, changes []event.Change) (committed func())) {
+	s.committed = append(s.committed, fn)
+}
+
+// txKey names, in the context AddCommitted's functions get, the write's transaction.
+type txKey struct{}
+
+// inTx returns the transaction ctx names (AddCommitted), or nil.
+func inTx(ctx context.Context) *gorm.DB {
+	tx, _ := ctx.Value(txKey{}).(*gorm.DB)
+	return tx
+}
 
 // pendingKey names, in a write transaction's context, the changes it recorded so far.
 type pendingKey struct{}
@@ -42,7 +56,9 @@ func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 		return s.db.WithContext(ctx).Transaction(fn)
 	}
 	p := &pendingChanges{}
+	var after []func()
 	err := s.db.WithContext(context.WithValue(ctx, pendingKey{}, p)).Transaction(func(tx *gorm.DB) error {
+		after = after[:0] // a retried transaction prepares again
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -54,15 +70,19 @@ func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 				return fmt.Errorf("record changes: %w", err)
 			}
 		}
+		txCtx := context.WithValue(tx.Statement.Context, txKey{}, tx)
+		for _, f := range s.committed {
+			if a := f(txCtx, p.changes); a != nil {
+				after = append(after, a)
+			}
+		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	if len(p.changes) > 0 {
-		for _, f := range s.committed {
-			f(p.changes)
-		}
+	for _, a := range after {
+		a()
 	}
 	return nil
 }

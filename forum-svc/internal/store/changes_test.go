@@ -199,3 +199,61 @@ func TestWritesRecordTheirChanges(t *testing.T) {
 		})
 	}
 }
+
+// AddCommitted's function runs inside the write's transaction, where the store's reads see the
+// write (the message it created, the recipients' unread conversations), and what it returns runs
+// once the write has committed; a write that rolls back runs nothing.
+func TestCommittedPreparesInTheTransaction(t *testing.T) {
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		t.Run(dialect, func(t *testing.T) {
+			st, gdb := reactStore(t, dialect, 3)
+			log := &changeLog{}
+			st.AddRecorder(log)
+			var (
+				seen      conversation.MessageRow
+				created   int64 // the change's message id
+				unread    int64
+				readErr   error
+				committed int
+				inside    int64 // messages a read outside the transaction counted while preparing
+			)
+			st.AddCommitted(func(ctx context.Context, changes []event.Change) func() {
+				if changes[0].Type != event.TypeMessageCreated {
+					return nil
+				}
+				created = changes[0].MessageID
+				seen, _, readErr = st.Message(ctx, created, 3)
+				if readErr == nil {
+					_, unread, readErr = st.Me(ctx, 3)
+				}
+				if dialect == "postgres" { // SQLite's one connection is the transaction's
+					inside = countMessages(t, gdb)
+				}
+				return func() { committed++ }
+			})
+			before := countMessages(t, gdb)
+			if _, err := reply(st, 2, "seen before the commit"); err != nil {
+				t.Fatal(err)
+			}
+			if readErr != nil || created == 0 || seen.MessageID != created || seen.Message != "seen before the commit" {
+				t.Fatalf("read in the transaction: %+v, %v; want message %d", seen, readErr, created)
+			}
+			if unread < 1 {
+				t.Errorf("user 3's unread conversations read in the transaction: %d, want at least 1", unread)
+			}
+			if dialect == "postgres" && inside != before {
+				t.Errorf("a read outside the transaction saw %d messages while it prepared, want %d (uncommitted)", inside, before)
+			}
+			if committed != 1 {
+				t.Fatalf("after the commit: ran %d times, want 1", committed)
+			}
+			log.fail = errors.New("recorder broken")
+			if _, err := reply(st, 2, "rolled back"); err == nil {
+				t.Fatal("reply with a failing recorder succeeded")
+			}
+			if committed != 1 {
+				t.Fatalf("a rolled-back write ran the committed function: %d runs", committed)
+			}
+		})
+	}
+}

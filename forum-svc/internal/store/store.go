@@ -38,7 +38,7 @@ type Store struct {
 	// recorders take every write's changes inside its transaction (AddRecorder).
 	recorders []Recorder
 	// committed run with a write's changes after it committed (AddCommitted).
-	committed []func([]event.Change)
+	committed []func(context.Context, []event.Change) func()
 	// now dates the changes of writes whose input has no date; nil: time.Now.
 	now func() time.Time
 }
@@ -154,6 +154,9 @@ func scanConversation(dest []any, c *conversation.ConversationRow) []any {
 
 // Conversation implements conversation.Store.
 func (s *Store) Conversation(ctx context.Context, conversationID, userID int64) (conversation.ConversationRow, error) {
+	if tx := inTx(ctx); tx != nil {
+		return conversationOn(tx.WithContext(ctx), conversationID, userID)
+	}
 	return db.ReadValue(ctx, s.reads, s.db, userID, func(gdb *gorm.DB) (conversation.ConversationRow, error) {
 		return conversationOn(gdb.WithContext(ctx), conversationID, userID)
 	})
@@ -175,6 +178,9 @@ func conversationOn(q *gorm.DB, conversationID, userID int64) (conversation.Conv
 
 // Message implements conversation.Store.
 func (s *Store) Message(ctx context.Context, messageID, userID int64) (m conversation.MessageRow, c conversation.ConversationRow, err error) {
+	if tx := inTx(ctx); tx != nil {
+		return messageOn(tx.WithContext(ctx), messageID, userID)
+	}
 	err = db.ReadOn(ctx, s.reads, s.db, userID, func(gdb *gorm.DB) (err error) {
 		m, c, err = messageOn(gdb.WithContext(ctx), messageID, userID)
 		return err

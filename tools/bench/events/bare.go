@@ -13,28 +13,56 @@ import (
 const bareServerArg = "bare-server"
 
 // bareHub fans each published event out to the streams of its users; a stream that does not take
-// its event at once (a full queue) loses it, which the client's check counts.
+// its event at once (a full queue) loses it, which the client's check counts. It keeps how long
+// each event took from its publication to its flush to a stream, as forum-svc's
+// event_stream_delivery_seconds does from the commit.
 type bareHub struct {
 	mu   sync.Mutex
-	subs map[int64]map[chan []byte]struct{}
+	subs map[int64]map[chan bareEvent]struct{}
+
+	delaysMu sync.Mutex
+	delays   []time.Duration
 }
 
-func (h *bareHub) add(user int64, ch chan []byte) {
+// bareEvent is an event's bytes and when it was published.
+type bareEvent struct {
+	b  []byte
+	at time.Time
+}
+
+func (h *bareHub) delivered(at time.Time) {
+	d := time.Since(at)
+	h.delaysMu.Lock()
+	h.delays = append(h.delays, d)
+	h.delaysMu.Unlock()
+}
+
+// takeDelays returns the delays kept since the last call.
+func (h *bareHub) takeDelays() []time.Duration {
+	h.delaysMu.Lock()
+	defer h.delaysMu.Unlock()
+	d := h.delays
+	h.delays = nil
+	return d
+}
+
+func (h *bareHub) add(user int64, ch chan bareEvent) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.subs[user] == nil {
-		h.subs[user] = map[chan []byte]struct{}{}
+		h.subs[user] = map[chan bareEvent]struct{}{}
 	}
 	h.subs[user][ch] = struct{}{}
 }
 
-func (h *bareHub) remove(user int64, ch chan []byte) {
+func (h *bareHub) remove(user int64, ch chan bareEvent) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.subs[user], ch)
 }
 
-func (h *bareHub) publish(users []int64, ev []byte) {
+func (h *bareHub) publish(users []int64, b []byte) {
+	ev := bareEvent{b, time.Now()}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, u := range users {
@@ -65,11 +93,12 @@ type bareMessage struct {
 	AttachmentCount int    `json:"attachment_count"`
 }
 
-// serveBare serves GET /api/events (the user from Forum-Api-User, no authentication) and POST
+// serveBare serves GET /api/events (the user from Forum-Api-User, no authentication), POST
 // /api/conversation-messages/ (publishes message_created to the conversation's two users, then
-// answers) on addr, with net/http and nothing else.
+// answers) and GET /delays (the publication-to-flush delays since the last GET, in nanoseconds, a
+// line each) on addr, with net/http and nothing else.
 func serveBare(addr string) error {
-	h := &bareHub{subs: map[int64]map[chan []byte]struct{}{}}
+	h := &bareHub{subs: map[int64]map[chan bareEvent]struct{}{}}
 	var nextID atomic.Int64
 	nextID.Store(10_000_000)
 	mux := http.NewServeMux()
@@ -80,7 +109,7 @@ func serveBare(addr string) error {
 			http.Error(w, "Forum-Api-User", http.StatusBadRequest)
 			return
 		}
-		ch := make(chan []byte, 16)
+		ch := make(chan bareEvent, 16)
 		h.add(user, ch)
 		defer h.remove(user, ch)
 		rc := http.NewResponseController(w)
@@ -98,11 +127,20 @@ func serveBare(addr string) error {
 				return
 			case ev := <-ch:
 				_ = rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
-				if _, err := w.Write(ev); err != nil || rc.Flush() != nil {
+				if _, err := w.Write(ev.b); err != nil || rc.Flush() != nil {
 					return
 				}
+				h.delivered(ev.at)
 			}
 		}
+	})
+	mux.HandleFunc("GET /delays", func(w http.ResponseWriter, _ *http.Request) {
+		var b []byte
+		for _, d := range h.takeDelays() {
+			b = strconv.AppendInt(b, int64(d), 10)
+			b = append(b, '\n')
+		}
+		_, _ = w.Write(b)
 	})
 	mux.HandleFunc("POST /api/conversation-messages/", func(w http.ResponseWriter, r *http.Request) {
 		conv, err := strconv.ParseInt(r.FormValue("conversation_id"), 10, 64)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,4 +128,80 @@ func TestSoftLimit(t *testing.T) {
 			t.Errorf("softLimit(%q) = %d, %v; want %d, error %v", tt.name, got, err, tt.want, tt.err)
 		}
 	}
+}
+
+func TestHistogramQuantile(t *testing.T) {
+	inf := math.Inf(1)
+	le := []float64{.001, .002, .004, inf}
+	tests := []struct {
+		name   string
+		counts []float64
+		q      float64
+		want   time.Duration
+	}{
+		{"empty", []float64{0, 0, 0, 0}, .99, 0},
+		{"all in the first bucket", []float64{100, 100, 100, 100}, .5, 500 * time.Microsecond},
+		{"in the second bucket", []float64{50, 100, 100, 100}, .75, 1500 * time.Microsecond},
+		{"p99 in the third", []float64{90, 98, 100, 100}, .99, 3 * time.Millisecond},
+		{"beyond the last bound", []float64{0, 0, 0, 10}, .99, 4 * time.Millisecond},
+		{"rank on a bound", []float64{50, 100, 100, 100}, .5, time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := histogram{le: le, counts: tt.counts}.quantile(tt.q)
+			if d := got - tt.want; d > time.Microsecond || d < -time.Microsecond {
+				t.Errorf("quantile(%v) = %s, want %s", tt.q, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBucketAndParse(t *testing.T) {
+	text := `# HELP event_stream_delivery_seconds x
+# TYPE event_stream_delivery_seconds histogram
+event_stream_delivery_seconds_bucket{le="0.001"} 2
+event_stream_delivery_seconds_bucket{le="0.002"} 3
+event_stream_delivery_seconds_bucket{le="+Inf"} 4
+event_stream_delivery_seconds_sum 0.01
+event_stream_delivery_seconds_count 4
+other_bucket{le="1"} 9
+`
+	h, err := parseHistogram(strings.NewReader(text), deliveryMetric)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bucket(h.le, []time.Duration{500 * time.Microsecond, time.Millisecond, 1500 * time.Microsecond, time.Second})
+	if !slices.Equal(h.le, []float64{.001, .002, math.Inf(1)}) || !slices.Equal(h.counts, want.counts) {
+		t.Errorf("parsed %+v, bucketed %+v", h, want)
+	}
+	d, err := h.minus(histogram{le: h.le, counts: []float64{1, 1, 1}})
+	if err != nil || !slices.Equal(d.counts, []float64{1, 2, 3}) {
+		t.Errorf("minus = %+v, %v", d, err)
+	}
+	if _, err := h.minus(histogram{le: []float64{1, math.Inf(1)}, counts: []float64{0, 0}}); err == nil {
+		t.Error("minus of other buckets: no error")
+	}
+	for _, bad := range []string{
+		"event_stream_delivery_seconds_bucket{le=\"0.002\"} 3\nevent_stream_delivery_seconds_bucket{le=\"0.001\"} 2\n",
+		"event_stream_delivery_seconds_bucket{le=\"0.001\"} 2\n",
+		"event_stream_delivery_seconds_bucket{le=\"x\"} 2\n",
+		"event_stream_delivery_seconds_bucket{le=\"0.001\"} \n",
+	} {
+		if _, err := parseHistogram(strings.NewReader(bad), deliveryMetric); err == nil {
+			t.Errorf("parseHistogram(%q): no error", bad)
+		}
+	}
+}
+
+func FuzzParseHistogram(f *testing.F) {
+	f.Add("event_stream_delivery_seconds_bucket{le=\"0.001\"} 2\nevent_stream_delivery_seconds_bucket{le=\"+Inf\"} 4\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		h, err := parseHistogram(strings.NewReader(s), deliveryMetric)
+		if err != nil {
+			return
+		}
+		if q := h.quantile(.99); q < 0 && h.count() >= 0 {
+			t.Errorf("negative quantile %s of %+v", q, h)
+		}
+	})
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +23,8 @@ type serverRun struct {
 	check       check
 	ended       int64 // streams that ended before the bench closed them
 	endErr      error
+	delivery    histogram       // the server's own commit (publication) to flush delays of the replies
+	exact       []time.Duration // the same, exact, when the server keeps them (the bare server)
 	upper       []time.Duration // request start to arrival, sorted
 	lower       []time.Duration // answer to arrival (negative: the event came first), sorted
 	answerTimes []time.Duration // the replies' request to answer, sorted
@@ -40,7 +44,7 @@ func measure(ctx context.Context, e *benchEnv, o options) (results, error) {
 	var r results
 	var err error
 	fmt.Printf("forum-svc: %d streams of %d users, then %d replies at %.0f/s ...\n", o.streams, e.users, o.replies, o.rate)
-	if r.forum, err = runServer(ctx, e.svc.Addr, e.svc.URL, e.superKey, e.svc.Pid(), e.users, o); err != nil {
+	if r.forum, err = runServer(ctx, e.svc.Addr, e.svc.URL, e.superKey, e.svc.Pid(), e.users, &forumDelays{url: e.svc.URL + "/metrics"}, o); err != nil {
 		return r, fmt.Errorf("forum-svc: %w", err)
 	}
 	exe, err := os.Executable()
@@ -60,15 +64,86 @@ func measure(ctx context.Context, e *benchEnv, o options) (results, error) {
 		return r, err
 	}
 	fmt.Printf("bare Go SSE server (pid %d): the same streams and replies ...\n", p.Pid())
-	if r.bare, err = runServer(ctx, addr, "http://"+addr, "none", p.Pid(), e.users, o); err != nil {
+	if r.bare, err = runServer(ctx, addr, "http://"+addr, "none", p.Pid(), e.users, bareDelays{url: "http://" + addr + "/delays"}, o); err != nil {
 		return r, fmt.Errorf("bare server: %w", err)
 	}
+	// The bare server's exact delays, in forum-svc's buckets: both quantiles are read alike.
+	r.bare.delivery = bucket(r.forum.delivery.le, r.bare.exact)
 	return r, nil
+}
+
+// serverDelays reads what a server measured itself of the latency phase: from the commit (the
+// bare server: the publication) of each reply to its event's flush to each stream.
+type serverDelays interface {
+	begin(ctx context.Context) error
+	end(ctx context.Context) (histogram, []time.Duration, error)
+}
+
+// forumDelays reads forum-svc's event_stream_delivery_seconds before and after.
+type forumDelays struct {
+	url    string
+	before histogram
+}
+
+func (d *forumDelays) begin(ctx context.Context) (err error) {
+	d.before, err = readHistogram(ctx, d.url, deliveryMetric)
+	return err
+}
+
+func (d *forumDelays) end(ctx context.Context) (histogram, []time.Duration, error) {
+	after, err := readHistogram(ctx, d.url, deliveryMetric)
+	if err != nil {
+		return histogram{}, nil, err
+	}
+	if len(after.le) == 0 {
+		return histogram{}, nil, fmt.Errorf("%s: no %s: forum-svc handed no event over", d.url, deliveryMetric)
+	}
+	h, err := after.minus(d.before)
+	return h, nil, err
+}
+
+// bareDelays takes the bare server's exact delays (GET /delays) before (dropped) and after.
+type bareDelays struct{ url string }
+
+func (d bareDelays) begin(ctx context.Context) error {
+	_, err := d.take(ctx)
+	return err
+}
+
+func (d bareDelays) end(ctx context.Context) (histogram, []time.Duration, error) {
+	ds, err := d.take(ctx)
+	return histogram{}, ds, err
+}
+
+func (d bareDelays) take(ctx context.Context) ([]time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	var out []time.Duration
+	for f := range strings.FieldsSeq(string(b)) {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q: %w", d.url, f, err)
+		}
+		out = append(out, time.Duration(n))
+	}
+	sortDurations(out)
+	return out, nil
 }
 
 // runServer opens the streams to one server, reads its resident set before and after, posts the
 // replies, waits for their events and checks them.
-func runServer(ctx context.Context, addr, baseURL, key string, pid, users int, o options) (serverRun, error) {
+func runServer(ctx context.Context, addr, baseURL, key string, pid, users int, delays serverDelays, o options) (serverRun, error) {
 	run := serverRun{streams: o.streams, replies: o.replies}
 	if err := checkFDLimit(pid, o.streams+fdMargin); err != nil {
 		return run, err
@@ -96,6 +171,9 @@ func runServer(ctx context.Context, addr, baseURL, key string, pid, users int, o
 		stack.MiB(run.rssBefore), stack.MiB(run.rssIdle))
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 	defer client.CloseIdleConnections()
+	if err := delays.begin(ctx); err != nil {
+		return run, err
+	}
 	sent, err := postReplies(ctx, client, baseURL, key, o.replies, o.rate, conversations(users))
 	if err != nil {
 		return run, err
@@ -106,6 +184,9 @@ func runServer(ctx context.Context, addr, baseURL, key string, pid, users int, o
 		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(500 * time.Millisecond) // duplicates, if any, arrive too
+	if run.delivery, run.exact, err = delays.end(ctx); err != nil {
+		return run, err
+	}
 	s.close()
 	run.ended = s.ended.Load()
 	if v, ok := s.endErr.Load().(error); ok {
