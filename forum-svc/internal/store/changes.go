@@ -58,7 +58,6 @@ func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	p := &pendingChanges{}
 	var after []func()
 	err := s.db.WithContext(context.WithValue(ctx, pendingKey{}, p)).Transaction(func(tx *gorm.DB) error {
-		after = after[:0] // a retried transaction prepares again
 		if err := fn(tx); err != nil {
 			return err
 		}
