@@ -82,10 +82,11 @@ const renderParallel = 4
 // recorder): the streams are then to be woken to read the log. committed is when the write
 // committed here (zero for another replica's).
 func (h *Hub) handOver(changes []Change, committed time.Time) bool {
-	plan := h.prepare(context.Background(), changes, true)
+	plan := h.plan(changes)
 	if plan == nil {
 		return false
 	}
+	plan.render(context.Background(), true)
 	h.deliver(plan, committed)
 	return true
 }
@@ -97,16 +98,15 @@ type handOverPlan struct {
 	out     []*rendered // by keys; nil: the streams of that key read the log
 }
 
-// prepare renders the changes' events once for each user and renderer of the streams here, with
-// ctx bounded by renderTimeout, parallel renders when parallel (ctx then must allow concurrent
-// reads: not a transaction's). It returns nil when the changes carry no ids (no event log
+// plan collects the changes' events for the users with a stream here, and the renderings they
+// need (one per user and renderer). It returns nil when the changes carry no ids (no event log
 // recorder): the streams are then to be woken to read the log.
-func (h *Hub) prepare(ctx context.Context, changes []Change, parallel bool) *handOverPlan {
+func (h *Hub) plan(changes []Change) *handOverPlan {
 	p := &handOverPlan{perUser: map[int64][]Entry{}}
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	for _, c := range changes {
 		if len(c.EventIDs) != len(c.UserIDs) {
-			h.mu.Unlock()
 			return nil
 		}
 		for i, u := range c.UserIDs {
@@ -125,10 +125,16 @@ func (h *Hub) prepare(ctx context.Context, changes []Change, parallel bool) *han
 				MessageID: c.MessageID, ActorID: c.ActorID, At: c.At})
 		}
 	}
-	h.mu.Unlock()
 	p.out = make([]*rendered, len(p.keys))
+	return p
+}
+
+// render renders p's events with ctx bounded by renderTimeout, up to renderParallel at once when
+// parallel (ctx then must allow concurrent reads: not a transaction's), one after the other
+// otherwise. A rendering that fails leaves its streams to read the log.
+func (p *handOverPlan) render(ctx context.Context, parallel bool) {
 	if len(p.keys) == 0 {
-		return p
+		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, renderTimeout)
 	defer cancel()
@@ -136,7 +142,7 @@ func (h *Hub) prepare(ctx context.Context, changes []Change, parallel bool) *han
 		for i, k := range p.keys {
 			p.out[i] = renderFor(ctx, k.r, k.userID, p.perUser[k.userID])
 		}
-		return p
+		return
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, renderParallel)
@@ -148,7 +154,6 @@ func (h *Hub) prepare(ctx context.Context, changes []Change, parallel bool) *han
 		})
 	}
 	wg.Wait()
-	return p
 }
 
 // deliver hands p's renderings to the streams of their users; committed (zero: unknown) is kept

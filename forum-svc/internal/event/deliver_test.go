@@ -412,3 +412,34 @@ func deliveriesObserved(t *testing.T) uint64 {
 	}
 	return 0 // not registered yet: nothing observed
 }
+
+// A write that needs more than maxTxRenders renderings makes none inside its transaction: they
+// are made once it committed, without its context, and the streams get the events all the same.
+func TestPrepareRendersManyAfterTheCommit(t *testing.T) {
+	h := NewHub(&memLog{}, HubOptions{})
+	r := &ctxRenderer{}
+	users := make([]int64, maxTxRenders+1)
+	ids := make([]int64, len(users))
+	conns := make([]*memConn, len(users))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := range users {
+		users[i], ids[i], conns[i] = int64(i+1), 1, newMemConn()
+		go func() { _ = h.Serve(ctx, conns[i], users[i], Resume{}, r, StreamOptions{}) }()
+		waitEvents(t, conns[i], TypeUnreadCount, 1)
+	}
+	commit := h.Prepare(context.WithValue(context.Background(), testTxKey{}, "tx"),
+		[]Change{{Type: TypeMessageCreated, ConversationID: 1, MessageID: 1, UserIDs: users, EventIDs: ids}})
+	if got := r.seen(); len(got) != 0 {
+		t.Fatalf("%d renderings in the transaction, want none past %d", len(got), maxTxRenders)
+	}
+	commit()
+	if got := r.seen(); len(got) != len(users) || slices.Contains(got, "tx") {
+		t.Fatalf("renderings after the commit with the contexts %q, want %d without the transaction's", got, len(users))
+	}
+	for i, c := range conns {
+		if got := waitEvents(t, c, TypeMessageCreated, 1); got[0]["data"] != `{"tx":""}` {
+			t.Fatalf("stream of user %d: %v", users[i], got)
+		}
+	}
+}

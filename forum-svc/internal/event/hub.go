@@ -148,24 +148,37 @@ func (h *Hub) wakeUsers(users []int64) {
 	}
 }
 
-// Prepare readies the hand-over of a write's changes before its commit (store.AddCommitted): it
-// renders their events for this process's streams of their users, once per user and renderer,
-// with ctx (the store reads through the write's transaction in it, so the objects are as the write
-// leaves them), and returns what to run once the write has committed: hand the bytes to the
-// streams (or wake them to read the log) and announce the changes to the other replicas
-// (encodeMessage). A write that rolls back runs nothing: no stream hears of it. Rendering before
-// the commit leaves the commit-to-stream path with no read of the database.
+// Prepare readies the hand-over of a write's changes before its commit (store.AddCommitted) and
+// returns what to run once the write has committed: hand their events to this process's streams of
+// their users, rendered once per user and renderer (or wake the streams to read the log), and
+// announce the changes to the other replicas (encodeMessage). A write that rolls back runs
+// nothing: no stream hears of it.
+//
+// When the write needs at most maxTxRenders renderings (a conversation of a few users), they are
+// made here, with ctx (the store reads through the write's transaction in it, so the objects are
+// as the write leaves them): the commit-to-stream path then reads nothing. More (a large
+// conversation watched by many) are made after the commit, in parallel: inside the transaction
+// they would hold the write's locks (its users' event counters, which every write to those users
+// waits for) for as many renderings.
 func (h *Hub) Prepare(ctx context.Context, changes []Change) (committed func()) {
-	plan := h.prepare(ctx, changes, false)
+	plan := h.plan(changes)
+	inTx := plan != nil && len(plan.keys) <= maxTxRenders
+	if inTx {
+		plan.render(ctx, false)
+	}
 	return func() {
 		at := time.Now()
-		if plan == nil {
+		switch {
+		case plan == nil:
 			var users []int64
 			for _, c := range changes {
 				users = append(users, c.UserIDs...)
 			}
 			h.wakeUsers(users)
-		} else {
+		case inTx:
+			h.deliver(plan, at)
+		default:
+			plan.render(context.Background(), true)
 			h.deliver(plan, at)
 		}
 		if h.opts.Redis == nil {
@@ -177,6 +190,10 @@ func (h *Hub) Prepare(ctx context.Context, changes []Change) (committed func()) 
 		}
 	}
 }
+
+// maxTxRenders bounds the renderings a write makes inside its transaction (Prepare): a reply in a
+// conversation of two, each with streams of two views, needs four.
+const maxTxRenders = 4
 
 // Committed takes the changes of a write that has committed already: Prepare and its result at
 // once (the events are rendered after the commit).
