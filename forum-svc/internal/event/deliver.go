@@ -56,6 +56,13 @@ func (b *inbox) push(r *rendered) {
 	b.mu.Unlock()
 }
 
+// pending reports whether the inbox holds anything.
+func (b *inbox) pending() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.readLog || len(b.batches) > 0
+}
+
 func (b *inbox) take() (batches []*rendered, readLog bool) {
 	b.mu.Lock()
 	batches, readLog = b.batches, b.readLog
@@ -164,19 +171,85 @@ func (h *Hub) deliver(p *handOverPlan, committed time.Time) {
 			r.committed = committed
 		}
 	}
+	var direct []handed
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	for u := range p.perUser {
 		for s := range h.subs[u] {
 			// A stream subscribed since, or whose rendering failed, reads the log (nil).
+			var r *rendered
 			if i := slices.Index(p.keys, renderKey{u, s.render}); i >= 0 && s.render != nil {
-				s.box.push(p.out[i])
-			} else {
-				s.box.push(nil)
+				r = p.out[i]
 			}
+			if r != nil && len(direct) < maxInline {
+				direct = append(direct, handed{s, r})
+				continue
+			}
+			s.box.push(r)
 			s.signal()
 		}
 	}
+	h.mu.Unlock()
+	for _, d := range direct {
+		if !d.s.writeInline(d.r) {
+			d.s.box.push(d.r)
+			d.s.signal()
+		}
+	}
+}
+
+// handed is a rendering for one stream.
+type handed struct {
+	s *Sub
+	r *rendered
+}
+
+// maxInline bounds the streams a hand-over writes to itself, in the writing goroutine (a reply's
+// request): the rest are woken to write their own.
+const maxInline = 8
+
+// inlineTimeout bounds an inline write: what the client's socket cannot take by then is left to
+// the stream's goroutine.
+const inlineTimeout = time.Millisecond
+
+// writeInline writes r to the stream from the calling goroutine, right away, when the stream is
+// open on a direct connection, idle (its lock free, nothing waiting in its inbox) and r follows
+// the last id it sent; it reports whether r was handled (written, or sent already). Otherwise the
+// stream's goroutine is to take it: the goroutine may wait for a core behind the writes in
+// progress, the inline write does not. An inline write the client cannot take at once leaves the
+// rest to the stream's goroutine; one that fails leaves the stream to find its connection broken.
+func (s *Sub) writeInline(r *rendered) bool {
+	if !s.wmu.TryLock() {
+		return false
+	}
+	defer s.wmu.Unlock()
+	st := s.st
+	if st == nil || st.done || st.failed != nil || s.box.pending() {
+		return false
+	}
+	next, applied, gap := applyRendered(&st.w, st.cursor, r)
+	if gap {
+		return false
+	}
+	if !applied {
+		return true // sent already
+	}
+	st.cursor = next
+	s.cursor.Store(next)
+	if r.hasUnread && r.unreadN != st.unread {
+		st.unread = r.unreadN
+		st.w.event(next, TypeUnreadCount, r.unread)
+	}
+	left, err := st.w.tryFlush(inlineTimeout)
+	switch {
+	case err != nil:
+		st.failed = err // the stream's goroutine ends with it
+		s.signal()
+	case left:
+		s.signal()
+	case !r.committed.IsZero():
+		observeDelivery(r.committed)
+	}
+	return true
 }
 
 // renderFor renders a user's events of one write, nil when it fails.

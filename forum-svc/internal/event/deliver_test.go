@@ -443,3 +443,73 @@ func TestPrepareRendersManyAfterTheCommit(t *testing.T) {
 		}
 	}
 }
+
+// On a direct connection, a hand-over writes the events itself, before Committed returns; a
+// client that cannot take them at once gets them from the stream's goroutine, once, in order.
+func TestInlineWrites(t *testing.T) {
+	log := &countingLog{memLog: &memLog{}}
+	h := NewHub(log, HubOptions{})
+	conn := newMemConn()
+	conn.direct = true
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = h.Serve(ctx, conn, 7, Resume{}, plainRenderer{}, StreamOptions{}) }()
+	waitEvents(t, conn, TypeUnreadCount, 1)
+	// Serve publishes the stream for inline writes right after its head: wait for it.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		h.mu.Lock()
+		var open bool
+		for s := range h.subs[7] {
+			s.wmu.Lock()
+			open = s.st != nil
+			s.wmu.Unlock()
+		}
+		h.mu.Unlock()
+		if open {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stream was not opened for inline writes")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	observed := deliveriesObserved(t)
+	log.add(1)
+	h.Committed(committed(1))
+	var got []string
+	for _, e := range conn.events() {
+		if e["event"] == TypeMessageCreated {
+			got = append(got, e["id"])
+		}
+	}
+	if !slices.Equal(got, []string{"1"}) {
+		t.Fatalf("right after Committed: message_created ids %v, want [1] written inline", got)
+	}
+	if n := deliveriesObserved(t) - observed; n != 1 {
+		t.Fatalf("%d deliveries observed, want 1", n)
+	}
+
+	// A client that takes nothing: the inline write gives up within its bound, and the stream's
+	// goroutine sends the rest once the client reads again.
+	conn.setStuck(true)
+	log.add(1)
+	start := time.Now()
+	h.Committed(committed(2))
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Committed waited %s for a stuck client", d)
+	}
+	conn.setStuck(false)
+	log.add(1)
+	h.Committed(committed(3))
+	evs := waitEvents(t, conn, TypeMessageCreated, 3)
+	if !slices.Equal(ids(evs), []string{"1", "2", "3"}) {
+		t.Fatalf("message_created ids %v, want 1, 2, 3 once each", ids(evs))
+	}
+	time.Sleep(50 * time.Millisecond)
+	if evs := waitEvents(t, conn, TypeMessageCreated, 3); len(evs) != 3 {
+		t.Fatalf("%d message_created events, want 3", len(evs))
+	}
+	if reads := log.reads.Load(); reads != 1 {
+		t.Fatalf("%d reads of the log, want only the first", reads)
+	}
+}

@@ -73,6 +73,12 @@ type Sub struct {
 	cursor atomic.Int64  // the last event id the stream has sent
 	box    inbox         // what the wake-ups brought
 	render Renderer      // the stream's renderer, which the hand-over renders with (nil: none)
+
+	// wmu guards the stream's writer, cursor and unread count once st is set (Serve, after the
+	// stream's head): its goroutine holds it while it writes, and a hand-over that writes inline
+	// (deliver.go) takes it only when it is free.
+	wmu sync.Mutex
+	st  *stream // nil: not open yet, or no inline writes (a connection that is not Direct)
 }
 
 // NewHub returns a hub over log. Run it for Redis and polling.

@@ -89,6 +89,11 @@ func (h *Hub) Serve(ctx context.Context, conn Conn, userID int64, from Resume, r
 		return err
 	}
 	defer s.stop()
+	if d, ok := conn.(interface{ Direct() bool }); ok && d.Direct() {
+		s.sub.wmu.Lock()
+		s.sub.st = s
+		s.sub.wmu.Unlock()
+	}
 	return s.loop(ctx)
 }
 
@@ -108,6 +113,8 @@ type stream struct {
 	heartbeat *time.Ticker
 	checker   *time.Ticker // nil without opts.Check
 	check     <-chan time.Time
+	done      bool  // the stream ended (guarded by sub.wmu)
+	failed    error // an inline write's failure, which ends the stream (guarded by sub.wmu)
 }
 
 // open sends the stream's head: retry, a resync when the client's id is lost, and unread_count.
@@ -151,6 +158,9 @@ func (s *stream) open(ctx context.Context, conn Conn, from Resume) error {
 }
 
 func (s *stream) stop() {
+	s.sub.wmu.Lock()
+	s.done = true // no inline write from now on: the connection is closing
+	s.sub.wmu.Unlock()
 	s.heartbeat.Stop()
 	if s.checker != nil {
 		s.checker.Stop()
@@ -197,34 +207,49 @@ func (s *stream) loop(ctx context.Context) error {
 //
 //go:noinline
 func (s *stream) readLog(ctx context.Context) (more bool, err error) {
-	entries, err := s.h.log.EventsAfter(ctx, s.userID, s.cursor, s.opts.Batch)
+	s.sub.wmu.Lock()
+	from := s.cursor
+	s.sub.wmu.Unlock()
+	entries, err := s.h.log.EventsAfter(ctx, s.userID, from, s.opts.Batch)
 	if err != nil {
 		return false, err
-	}
-	w := &s.w
-	for _, e := range entries {
-		data, ok, err := s.r.Render(ctx, s.userID, e)
-		if err != nil {
-			return false, fmt.Errorf("render event %d: %w", e.ID, err)
-		}
-		s.cursor = e.ID
-		if ok {
-			w.event(e.ID, e.Type, data)
-		}
 	}
 	if len(entries) == 0 {
 		return false, nil
 	}
-	s.sub.cursor.Store(s.cursor)
-	if changesUnread(entries) {
-		data, n, err := s.r.Unread(ctx, s.userID)
+	data := make([][]byte, len(entries)) // nil: skipped
+	for i, e := range entries {
+		d, ok, err := s.r.Render(ctx, s.userID, e)
 		if err != nil {
+			return false, fmt.Errorf("render event %d: %w", e.ID, err)
+		}
+		if ok {
+			data[i] = d
+		}
+	}
+	var unread []byte
+	var n int64
+	if changesUnread(entries) {
+		if unread, n, err = s.r.Unread(ctx, s.userID); err != nil {
 			return false, err
 		}
-		if n != s.unread {
-			s.unread = n
-			w.event(s.cursor, TypeUnreadCount, data)
+	}
+	s.sub.wmu.Lock()
+	defer s.sub.wmu.Unlock()
+	w := &s.w
+	for i, e := range entries {
+		if e.ID <= s.cursor {
+			continue // sent inline while the log was read
 		}
+		s.cursor = e.ID
+		if data[i] != nil {
+			w.event(e.ID, e.Type, data[i])
+		}
+	}
+	s.sub.cursor.Store(s.cursor)
+	if unread != nil && n != s.unread {
+		s.unread = n
+		w.event(s.cursor, TypeUnreadCount, unread)
 	}
 	if err := w.flush(); err != nil {
 		return false, err
@@ -238,6 +263,11 @@ func (s *stream) readLog(ctx context.Context) (more bool, err error) {
 //
 //go:noinline
 func (s *stream) woken() (readLog bool, err error) {
+	s.sub.wmu.Lock()
+	defer s.sub.wmu.Unlock()
+	if s.failed != nil {
+		return false, s.failed
+	}
 	batches, readLog := s.sub.box.take()
 	if readLog {
 		return true, nil
@@ -258,7 +288,7 @@ func (s *stream) woken() (readLog bool, err error) {
 		batches[sent] = b
 		sent++
 	}
-	if sent > 0 {
+	if sent > 0 || len(s.w.buf) > 0 { // what an inline write left unsent goes first
 		s.sub.cursor.Store(s.cursor)
 		if err := s.w.flush(); err != nil {
 			return false, err
@@ -275,6 +305,8 @@ func (s *stream) woken() (readLog bool, err error) {
 
 //go:noinline
 func (s *stream) beat() error {
+	s.sub.wmu.Lock()
+	defer s.sub.wmu.Unlock()
 	s.w.buf = append(s.w.buf, Heartbeat...)
 	return s.w.flush()
 }
@@ -329,6 +361,28 @@ func (w *writer) event(id int64, typ string, data []byte) {
 	if b, ok := AppendEvent(w.buf, id, typ, data); ok {
 		w.buf = b
 	}
+}
+
+// tryFlush writes the buffer within d, without failing the stream on a timeout: what the client
+// could not take by then stays at the buffer's start, and left reports it (the stream's own
+// goroutine then sends it with the usual timeout, before anything else).
+func (w *writer) tryFlush(d time.Duration) (left bool, err error) {
+	if len(w.buf) == 0 {
+		return false, nil
+	}
+	if err := w.conn.SetWriteDeadline(time.Now().Add(d)); err != nil {
+		return false, err
+	}
+	n, err := w.conn.Write(w.buf)
+	if err == nil {
+		err = w.conn.Flush()
+	}
+	if err != nil && isTimeout(err) && n < len(w.buf) {
+		w.buf = w.buf[:copy(w.buf, w.buf[max(n, 0):])]
+		return true, nil
+	}
+	w.buf = w.buf[:0]
+	return false, err
 }
 
 func (w *writer) flush() error {

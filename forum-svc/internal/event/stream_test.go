@@ -76,20 +76,32 @@ type memConn struct {
 	deadline time.Time
 	stuck    bool
 	started  bool
+	direct   bool // Direct: hand-overs may write inline
 	flushed  chan struct{}
 }
+
+func (c *memConn) Direct() bool { return c.direct }
+
+func (c *memConn) setStuck(v bool) { c.mu.Lock(); c.stuck = v; c.mu.Unlock() }
 
 func newMemConn() *memConn { return &memConn{flushed: make(chan struct{}, 100)} }
 
 func (c *memConn) Start() { c.mu.Lock(); c.started = true; c.mu.Unlock() }
 
 func (c *memConn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	stuck, deadline := c.stuck, c.deadline
-	c.mu.Unlock()
-	if stuck {
-		time.Sleep(time.Until(deadline))
-		return 0, os.ErrDeadlineExceeded
+	// While stuck, the write waits, as a socket whose buffer is full does, until the client takes
+	// again (unstuck) or the deadline passes.
+	for {
+		c.mu.Lock()
+		stuck, deadline := c.stuck, c.deadline
+		c.mu.Unlock()
+		if !stuck {
+			break
+		}
+		if !time.Now().Before(deadline) {
+			return 0, os.ErrDeadlineExceeded
+		}
+		time.Sleep(min(time.Millisecond, time.Until(deadline)))
 	}
 	c.mu.Lock()
 	c.buf = append(c.buf, p...)

@@ -301,6 +301,10 @@ func (s *streamConn) Write(p []byte) (int, error) {
 	return s.raw.Write(p)
 }
 
+// Direct reports whether the stream writes straight to the connection (taken over): a hand-over
+// may then write to it from the writing request, within a bound (event.Sub's inline writes).
+func (s *streamConn) Direct() bool { return s.raw != nil }
+
 func (s *streamConn) Flush() error {
 	if s.raw == nil {
 		return http.NewResponseController(s.w).Flush()
