@@ -45,6 +45,9 @@ func (r *countingRenderer) Unread(context.Context, int64) ([]byte, int64, error)
 	return []byte(`{"unread":` + strconv.FormatInt(n, 10) + `}`), n, nil
 }
 
+// commitNow hands the hub a write that committed already: Prepare, then what it returned.
+func commitNow(h *Hub, changes []Change) { h.Prepare(context.Background(), changes)() }
+
 func committed(ids ...int64) []Change {
 	users := make([]int64, len(ids))
 	for i := range users {
@@ -96,7 +99,7 @@ func TestHandOver(t *testing.T) {
 			for _, r := range rs {
 				r.unread.Store(1)
 			}
-			h.Committed(committed(tt.handed...))
+			commitNow(h, committed(tt.handed...))
 			for i, c := range conns {
 				got := waitEvents(t, c, TypeMessageCreated, len(tt.wantIDs))
 				if !slices.Equal(ids(got), tt.wantIDs) {
@@ -136,7 +139,7 @@ func TestHandOverSkipsUsersWithoutStreams(t *testing.T) {
 	defer cancel()
 	go func() { _ = h.Serve(ctx, conn, 7, Resume{}, r, StreamOptions{}) }()
 	waitEvents(t, conn, TypeUnreadCount, 1)
-	h.Committed([]Change{{Type: TypeMessageCreated, UserIDs: []int64{1, 2}, EventIDs: []int64{5, 9}}})
+	commitNow(h, []Change{{Type: TypeMessageCreated, UserIDs: []int64{1, 2}, EventIDs: []int64{5, 9}}})
 	if n := r.renders.Load(); n != 0 {
 		t.Fatalf("%d renders for users without a stream", n)
 	}
@@ -444,7 +447,7 @@ func TestPrepareRendersManyAfterTheCommit(t *testing.T) {
 	}
 }
 
-// On a direct connection, a hand-over writes the events itself, before Committed returns; a
+// On a direct connection, a hand-over writes the events itself, before the commit's hand-over returns; a
 // client that cannot take them at once gets them from the stream's goroutine, once, in order.
 func TestInlineWrites(t *testing.T) {
 	log := &countingLog{memLog: &memLog{}}
@@ -475,7 +478,7 @@ func TestInlineWrites(t *testing.T) {
 	}
 	observed := deliveriesObserved(t)
 	log.add(1)
-	h.Committed(committed(1))
+	commitNow(h, committed(1))
 	var got []string
 	for _, e := range conn.events() {
 		if e["event"] == TypeMessageCreated {
@@ -483,7 +486,7 @@ func TestInlineWrites(t *testing.T) {
 		}
 	}
 	if !slices.Equal(got, []string{"1"}) {
-		t.Fatalf("right after Committed: message_created ids %v, want [1] written inline", got)
+		t.Fatalf("right after the hand-over: message_created ids %v, want [1] written inline", got)
 	}
 	if n := deliveriesObserved(t) - observed; n != 1 {
 		t.Fatalf("%d deliveries observed, want 1", n)
@@ -494,13 +497,13 @@ func TestInlineWrites(t *testing.T) {
 	conn.setStuck(true)
 	log.add(1)
 	start := time.Now()
-	h.Committed(committed(2))
+	commitNow(h, committed(2))
 	if d := time.Since(start); d > time.Second {
-		t.Fatalf("Committed waited %s for a stuck client", d)
+		t.Fatalf("the hand-over waited %s for a stuck client", d)
 	}
 	conn.setStuck(false)
 	log.add(1)
-	h.Committed(committed(3))
+	commitNow(h, committed(3))
 	evs := waitEvents(t, conn, TypeMessageCreated, 3)
 	if !slices.Equal(ids(evs), []string{"1", "2", "3"}) {
 		t.Fatalf("message_created ids %v, want 1, 2, 3 once each", ids(evs))

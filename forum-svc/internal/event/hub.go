@@ -201,10 +201,6 @@ func (h *Hub) Prepare(ctx context.Context, changes []Change) (committed func()) 
 // conversation of two, each with streams of two views, needs four.
 const maxTxRenders = 4
 
-// Committed takes the changes of a write that has committed already: Prepare and its result at
-// once (the events are rendered after the commit).
-func (h *Hub) Committed(changes []Change) { h.Prepare(context.Background(), changes)() }
-
 // Subscribed reports whether the hub's Redis subscription works (false without Redis).
 func (h *Hub) Subscribed() bool { return h.redisUp.Load() }
 

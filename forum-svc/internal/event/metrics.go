@@ -10,7 +10,8 @@ import (
 
 // DeliveryMetric is the histogram of how fresh live events are: the seconds from the commit of a
 // write in this process to its events written to a stream (handed over; events a stream reads
-// from the log, or another replica's, are not in it). One observation a stream and write.
+// from the log, another replica's, and an inline write the client could not take at once are not
+// in it). One observation a stream and write.
 const DeliveryMetric = "event_stream_delivery_seconds"
 
 // deliveryBuckets are fine below a few milliseconds, where a stream's delivery normally falls,

@@ -19,7 +19,9 @@ type Renderer interface {
 	Unread(ctx context.Context, userID int64) (data []byte, unread int64, err error)
 }
 
-// Conn is the client's connection as a stream writes to it.
+// Conn is the client's connection as a stream writes to it. A Conn that also has a Direct() bool
+// method answering true writes straight to the client's socket, and may be written from another
+// goroutine while the stream's lock is held: a hand-over then writes to it inline (deliver.go).
 type Conn interface {
 	// Start sends the answer's head, once the stream has what it needs: an error before it is
 	// still the caller's to answer.

@@ -192,7 +192,7 @@ func TestServeResumes(t *testing.T) {
 			_, _ = serve(t, h, conn, tt.from, StreamOptions{})
 			waitEvents(t, conn, TypeUnreadCount, 1)
 			log.add(2)
-			h.Committed([]Change{{UserIDs: []int64{7}}})
+			commitNow(h, []Change{{UserIDs: []int64{7}}})
 			got := waitEvents(t, conn, TypeMessageCreated, len(tt.wantIDs))
 			if want := tt.wantIDs; len(got) != len(want) || ids(got)[0] != want[0] || ids(got)[len(got)-1] != want[len(want)-1] {
 				t.Fatalf("ids %v, want %v", ids(got), want)
@@ -277,7 +277,7 @@ func TestServeCutsSlowConsumer(t *testing.T) {
 	conn.stuck = true
 	conn.mu.Unlock()
 	log.add(1)
-	h.Committed([]Change{{UserIDs: []int64{7}}})
+	commitNow(h, []Change{{UserIDs: []int64{7}}})
 	select {
 	case err := <-done:
 		if !errors.Is(err, ErrSlowConsumer) {
@@ -331,6 +331,6 @@ func TestPollWakes(t *testing.T) {
 	conn := newMemConn()
 	_, _ = serve(t, h, conn, Resume{}, StreamOptions{})
 	waitEvents(t, conn, TypeUnreadCount, 1)
-	log.add(3) // no Committed: written elsewhere
+	log.add(3) // no hand-over: written elsewhere
 	waitEvents(t, conn, TypeMessageCreated, 3)
 }

@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"forumstats.local/forum-svc/internal/event"
+	"forumstats.local/shared/db"
 )
 
 // Recorder takes the changes of a write inside the write's transaction, after the change (at the
@@ -35,10 +36,13 @@ func (s *Store) AddCommitted(fn func(ctx context.Context, changes []event.Change
 // txKey names, in the context AddCommitted's functions get, the write's transaction.
 type txKey struct{}
 
-// inTx returns the transaction ctx names (AddCommitted), or nil.
-func inTx(ctx context.Context) *gorm.DB {
-	tx, _ := ctx.Value(txKey{}).(*gorm.DB)
-	return tx
+// read runs fn on the write's transaction when ctx names one (AddCommitted's functions read what
+// the write leaves), and otherwise as the store's reads run (db.ReadOn: the replica when routed).
+func (s *Store) read(ctx context.Context, userID int64, fn func(*gorm.DB) error) error {
+	if tx, ok := ctx.Value(txKey{}).(*gorm.DB); ok {
+		return fn(tx)
+	}
+	return db.ReadOn(ctx, s.reads, s.db, userID, fn)
 }
 
 // pendingKey names, in a write transaction's context, the changes it recorded so far.

@@ -154,12 +154,12 @@ func scanConversation(dest []any, c *conversation.ConversationRow) []any {
 
 // Conversation implements conversation.Store.
 func (s *Store) Conversation(ctx context.Context, conversationID, userID int64) (conversation.ConversationRow, error) {
-	if tx := inTx(ctx); tx != nil {
-		return conversationOn(tx.WithContext(ctx), conversationID, userID)
-	}
-	return db.ReadValue(ctx, s.reads, s.db, userID, func(gdb *gorm.DB) (conversation.ConversationRow, error) {
-		return conversationOn(gdb.WithContext(ctx), conversationID, userID)
+	var c conversation.ConversationRow
+	err := s.read(ctx, userID, func(gdb *gorm.DB) (err error) {
+		c, err = conversationOn(gdb.WithContext(ctx), conversationID, userID)
+		return err
 	})
+	return c, err
 }
 
 // conversationOn reads the conversation on q: a database, or the transaction of a write whose
@@ -178,10 +178,7 @@ func conversationOn(q *gorm.DB, conversationID, userID int64) (conversation.Conv
 
 // Message implements conversation.Store.
 func (s *Store) Message(ctx context.Context, messageID, userID int64) (m conversation.MessageRow, c conversation.ConversationRow, err error) {
-	if tx := inTx(ctx); tx != nil {
-		return messageOn(tx.WithContext(ctx), messageID, userID)
-	}
-	err = db.ReadOn(ctx, s.reads, s.db, userID, func(gdb *gorm.DB) (err error) {
+	err = s.read(ctx, userID, func(gdb *gorm.DB) (err error) {
 		m, c, err = messageOn(gdb.WithContext(ctx), messageID, userID)
 		return err
 	})

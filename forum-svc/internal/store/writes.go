@@ -417,14 +417,9 @@ WHERE conversation_id = ? AND user_id = ? AND left_state = 0 RETURNING starred`,
 
 // Me implements conversation.WriteStore.
 func (s *Store) Me(ctx context.Context, userID int64) (name string, unread int64, err error) {
-	read := func(gdb *gorm.DB) error {
+	err = s.read(ctx, userID, func(gdb *gorm.DB) error {
 		return gdb.WithContext(ctx).Raw(meSQL, userID, userID).Row().Scan(&name, &unread)
-	}
-	if tx := inTx(ctx); tx != nil {
-		err = read(tx)
-	} else {
-		err = db.ReadOn(ctx, s.reads, s.db, userID, read)
-	}
+	})
 	if err != nil {
 		return "", 0, fmt.Errorf("read user: %w", err)
 	}
