@@ -9,10 +9,6 @@ import (
 	"forumstats.local/forum-svc/internal/conversation"
 	"forumstats.local/forum-svc/internal/seed"
 	"forumstats.local/forum-svc/internal/store"
-	"forumstats.local/forum-svc/migrations"
-	"forumstats.local/shared/db"
-	"forumstats.local/shared/migrate"
-	"forumstats.local/shared/testutil"
 )
 
 // Messages written before message_parsed existed (NULL there, or empty) answer their rendered
@@ -22,15 +18,7 @@ func TestBackfillMessageParsed(t *testing.T) {
 	for _, dialect := range []string{"postgres", "sqlite"} {
 		t.Run(dialect, func(t *testing.T) {
 			ctx := context.Background()
-			u := "sqlite:" + t.TempDir() + "/forum.db"
-			if dialect == "postgres" {
-				u = testutil.NewDatabase(t, migrations.Set)
-			}
-			gdb, err := migrate.Open(ctx, u, nil, true, migrations.Set)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close(gdb) })
+			gdb := migratedDB(t, dialect)
 			date := int64(1_800_000_000)
 			texts := []string{"[b]bold[/b]", "plain", "[i]a[/i] & <b>", "[url=https://example.com]link[/url]", "[s]x[/s]", "[u]u[/u]", "last"}
 			conv := seed.Conversation{ConversationID: 10, Title: "T", UserID: 1, Recipients: []int64{2}}
@@ -112,11 +100,7 @@ func TestBackfillMessageParsed(t *testing.T) {
 // rows among the others.
 func TestBackfillMessageParsedManyBatches(t *testing.T) {
 	ctx := context.Background()
-	gdb, err := migrate.Open(ctx, "sqlite:"+t.TempDir()+"/forum.db", nil, true, migrations.Set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close(gdb) })
+	gdb := migratedDB(t, "sqlite")
 	date := int64(1_800_000_000)
 	conv := seed.Conversation{ConversationID: 10, Title: "T", UserID: 1, Recipients: []int64{2}}
 	for i := range 1200 {

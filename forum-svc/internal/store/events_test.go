@@ -11,10 +11,6 @@ import (
 	"forumstats.local/forum-svc/internal/event"
 	"forumstats.local/forum-svc/internal/seed"
 	"forumstats.local/forum-svc/internal/store"
-	"forumstats.local/forum-svc/migrations"
-	"forumstats.local/shared/db"
-	"forumstats.local/shared/migrate"
-	"forumstats.local/shared/testutil"
 )
 
 // A user's event ids commit in order: replies written at once into eight conversations that all
@@ -24,15 +20,7 @@ func TestEventIDsCommitInOrder(t *testing.T) {
 	for _, dialect := range []string{"sqlite", "postgres"} {
 		t.Run(dialect, func(t *testing.T) {
 			ctx := context.Background()
-			u := "sqlite:" + t.TempDir() + "/forum.db"
-			if dialect == "postgres" {
-				u = testutil.NewDatabase(t, migrations.Set)
-			}
-			gdb, err := migrate.Open(ctx, u, nil, true, migrations.Set)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close(gdb) })
+			gdb := migratedDB(t, dialect)
 			const conversations, replies = 8, 25
 			date := int64(1_800_000_000)
 			f := &seed.File{Users: []seed.User{{UserID: 1, Username: "hub"}}}

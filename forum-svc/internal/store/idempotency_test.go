@@ -13,10 +13,6 @@ import (
 	"forumstats.local/forum-svc/internal/conversation"
 	"forumstats.local/forum-svc/internal/seed"
 	"forumstats.local/forum-svc/internal/store"
-	"forumstats.local/forum-svc/migrations"
-	"forumstats.local/shared/db"
-	"forumstats.local/shared/migrate"
-	"forumstats.local/shared/testutil"
 )
 
 // retryStore is a store on a fresh database of the dialect (postgres or sqlite) with users 1 and 2
@@ -24,15 +20,7 @@ import (
 func retryStore(t *testing.T, dialect string, date int64) (*store.Store, *gorm.DB) {
 	t.Helper()
 	ctx := context.Background()
-	u := "sqlite:" + t.TempDir() + "/forum.db"
-	if dialect == "postgres" {
-		u = testutil.NewDatabase(t, migrations.Set)
-	}
-	gdb, err := migrate.Open(ctx, u, nil, true, migrations.Set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close(gdb) })
+	gdb := migratedDB(t, dialect)
 	f := &seed.File{
 		Users: []seed.User{{UserID: 1, Username: "alice"}, {UserID: 2, Username: "bob"}},
 		Conversations: []seed.Conversation{{ConversationID: 10, Title: "T", UserID: 1, Recipients: []int64{2},

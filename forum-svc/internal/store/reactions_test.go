@@ -15,25 +15,25 @@ import (
 	"forumstats.local/forum-svc/internal/seed"
 	"forumstats.local/forum-svc/internal/store"
 	"forumstats.local/forum-svc/migrations"
-	"forumstats.local/shared/db"
-	"forumstats.local/shared/migrate"
-	"forumstats.local/shared/testutil"
+	"forumstats.local/shared/migrate/migratetest"
 )
+
+// migratedDB is a new database of dialect ("postgres" or "sqlite") with forum-svc's migrations
+// applied, closed (and dropped) when the test ends.
+func migratedDB(t testing.TB, dialect string) *gorm.DB {
+	t.Helper()
+	if dialect == "postgres" {
+		return migratetest.Postgres(t, migrations.Set)
+	}
+	return migratetest.SQLite(t, migrations.Set)
+}
 
 // reactStore is a store on a fresh database of the dialect with users 1..users in conversation
 // 10, whose message 100 is user 1's, and user users+1 in none.
 func reactStore(t testing.TB, dialect string, users int) (*store.Store, *gorm.DB) {
 	t.Helper()
 	ctx := context.Background()
-	u := "sqlite:" + t.TempDir() + "/forum.db"
-	if dialect == "postgres" {
-		u = testutil.NewDatabase(t, migrations.Set)
-	}
-	gdb, err := migrate.Open(ctx, u, nil, true, migrations.Set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close(gdb) })
+	gdb := migratedDB(t, dialect)
 	date := int64(1_800_000_000)
 	f := &seed.File{Conversations: []seed.Conversation{{ConversationID: 10, Title: "T", UserID: 1,
 		Messages: []seed.Message{{MessageID: 100, UserID: 1, Message: "[b]first[/b]", MessageDate: &date}}}}}
