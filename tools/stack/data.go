@@ -62,22 +62,26 @@ func (f ForumFixture) Keys() []string {
 	return []string{f.UserKey, f.OtherKey, f.SuperKey, f.GuestKey, f.InactiveKey, f.ExpiredKey, f.ReadOnlyKey, f.WriteOnlyKey}
 }
 
-// SeedJSON is the seed file (forum-svc/README.md, Seed file) of the fixture.
-func (f ForumFixture) SeedJSON() ([]byte, error) {
-	type msg struct {
+// The seed file's rows (forum-svc/README.md, Seed file), as the fixtures and benches write them.
+type (
+	SeedUser struct {
+		UserID   int64  `json:"user_id"`
+		Username string `json:"username"`
+	}
+	SeedMessage struct {
 		MessageID   int64  `json:"message_id"`
 		UserID      int64  `json:"user_id"`
 		Message     string `json:"message"`
 		MessageDate int64  `json:"message_date"`
 	}
-	type conv struct {
-		ConversationID int64   `json:"conversation_id"`
-		Title          string  `json:"title"`
-		UserID         int64   `json:"user_id"`
-		Recipients     []int64 `json:"recipients"`
-		Messages       []msg   `json:"messages"`
+	SeedConversation struct {
+		ConversationID int64         `json:"conversation_id"`
+		Title          string        `json:"title"`
+		UserID         int64         `json:"user_id"`
+		Recipients     []int64       `json:"recipients"`
+		Messages       []SeedMessage `json:"messages"`
 	}
-	type key struct {
+	SeedKey struct {
 		Key       string   `json:"key"`
 		Type      string   `json:"type"`
 		UserID    *int64   `json:"user_id,omitempty"`
@@ -85,33 +89,33 @@ func (f ForumFixture) SeedJSON() ([]byte, error) {
 		Active    bool     `json:"active"`
 		ExpiresAt *int64   `json:"expires_at"`
 	}
-	type user struct {
-		UserID   int64  `json:"user_id"`
-		Username string `json:"username"`
-	}
+)
+
+// SeedJSON is the seed file (forum-svc/README.md, Seed file) of the fixture.
+func (f ForumFixture) SeedJSON() ([]byte, error) {
 	type readState struct {
 		ConversationID int64 `json:"conversation_id"`
 		UserID         int64 `json:"user_id"`
 		LastReadDate   int64 `json:"last_read_date"`
 	}
 	const base = 1767225600 // 2026-01-01T00:00:00Z
-	users := make([]user, 0, f.Users)
+	users := make([]SeedUser, 0, f.Users)
 	for i := 1; i <= f.Users; i++ {
-		users = append(users, user{int64(i), "user" + strconv.Itoa(i)})
+		users = append(users, SeedUser{int64(i), "user" + strconv.Itoa(i)})
 	}
-	mkConv := func(id int64, title string, starter int64, rcpt []int64, firstMsg int64, n int) conv {
-		c := conv{ConversationID: id, Title: title, UserID: starter, Recipients: rcpt}
+	mkConv := func(id int64, title string, starter int64, rcpt []int64, firstMsg int64, n int) SeedConversation {
+		c := SeedConversation{ConversationID: id, Title: title, UserID: starter, Recipients: rcpt}
 		parts := append([]int64{starter}, rcpt...)
 		for i := range n {
 			// Some messages share a date so that the message_id tie-break is exercised too.
-			c.Messages = append(c.Messages, msg{
+			c.Messages = append(c.Messages, SeedMessage{
 				MessageID: firstMsg + int64(i), UserID: parts[i%len(parts)],
 				Message: fmt.Sprintf("message %d of conversation %d", i+1, id), MessageDate: base + int64(i/2)*60,
 			})
 		}
 		return c
 	}
-	convs := []conv{
+	convs := []SeedConversation{
 		mkConv(f.Own, "Own conversation", 1, []int64{2}, f.OwnMessage, f.OwnMessages),
 		mkConv(f.Foreign, "Foreign conversation", 3, []int64{4}, f.ForeignMessage, 30),
 	}
@@ -122,7 +126,7 @@ func (f ForumFixture) SeedJSON() ([]byte, error) {
 	i64 := func(v int64) *int64 { return &v }
 	rw := []string{"conversation:read", "conversation:write"}
 	past := time.Now().Add(-24 * time.Hour).Unix()
-	keys := []key{
+	keys := []SeedKey{
 		{Key: f.UserKey, Type: "user", UserID: i64(1), Scopes: append(rw, "attachment:read", "attachment:write"), Active: true},
 		{Key: f.OtherKey, Type: "user", UserID: i64(3), Scopes: rw, Active: true},
 		{Key: f.SuperKey, Type: "super", Scopes: rw, Active: true},

@@ -66,39 +66,21 @@ func newSuperKey() string {
 // users 2k-1 and 2k with one message, and the super key.
 func seedJSON(users int, superKey string) ([]byte, error) {
 	const base = 1767225600 // 2026-01-01T00:00:00Z
-	type user struct {
-		UserID   int64  `json:"user_id"`
-		Username string `json:"username"`
-	}
-	type msg struct {
-		MessageID   int64  `json:"message_id"`
-		UserID      int64  `json:"user_id"`
-		Message     string `json:"message"`
-		MessageDate int64  `json:"message_date"`
-	}
-	type conv struct {
-		ConversationID int64   `json:"conversation_id"`
-		Title          string  `json:"title"`
-		UserID         int64   `json:"user_id"`
-		Recipients     []int64 `json:"recipients"`
-		Messages       []msg   `json:"messages"`
-	}
-	us := make([]user, 0, users)
+	us := make([]stack.SeedUser, 0, users)
 	for i := 1; i <= users; i++ {
-		us = append(us, user{int64(i), "user" + strconv.Itoa(i)})
+		us = append(us, stack.SeedUser{UserID: int64(i), Username: "user" + strconv.Itoa(i)})
 	}
-	var cs []conv
+	var cs []stack.SeedConversation
 	for c := int64(1); c <= conversations(users); c++ {
 		p := participants(c)
-		cs = append(cs, conv{ConversationID: c, Title: "Conversation " + strconv.FormatInt(c, 10), UserID: p[0],
-			Recipients: []int64{p[1]}, Messages: []msg{{firstMessage(c), p[0], "First message.", base}}})
+		cs = append(cs, stack.SeedConversation{ConversationID: c, Title: "Conversation " + strconv.FormatInt(c, 10), UserID: p[0],
+			Recipients: []int64{p[1]}, Messages: []stack.SeedMessage{{MessageID: firstMessage(c), UserID: p[0], Message: "First message.", MessageDate: base}}})
 	}
 	return json.Marshal(map[string]any{
 		"options":       map[string]any{"messagesPerPage": 20},
 		"users":         us,
 		"conversations": cs,
-		"api_keys": []map[string]any{{"key": superKey, "type": "super",
-			"scopes": []string{"conversation:read", "conversation:write"}, "active": true, "expires_at": nil}},
+		"api_keys":      []stack.SeedKey{{Key: superKey, Type: "super", Scopes: []string{"conversation:read", "conversation:write"}, Active: true}},
 	})
 }
 
