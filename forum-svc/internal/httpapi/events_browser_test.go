@@ -5,30 +5,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-)
 
-// chromium finds Debian's chromium (or CHROMIUM). Its absence fails the test with what to
-// install: the stream's browser path is only tested in a browser.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, p := range []string{os.Getenv("CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"} {
-		if p == "" {
-			continue
-		}
-		if path, err := exec.LookPath(p); err == nil {
-			return path
-		}
-	}
-	t.Fatal("chromium is not installed (apt-get install chromium, or set CHROMIUM): the event stream's browser test cannot run")
-	return ""
-}
+	"forumstats.local/shared/testutil/browsertest"
+)
 
 // eventsPage opens the stream with the ticket of its query string and notes on <body> what
 // arrives: data-open once the stream answered, data-got the text of a new message.
@@ -46,7 +30,6 @@ es.onerror = () => { document.body.dataset.error = "1"; };
 // A page of another origin, allowed by CORS_ALLOWED_ORIGINS, opens bob's stream in headless
 // Chromium with a ticket; a reply sent through the API arrives on it.
 func TestEventStreamInChromium(t *testing.T) {
-	exe := chromium(t)
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write([]byte(eventsPage))
@@ -61,14 +44,7 @@ func TestEventStreamInChromium(t *testing.T) {
 	}
 	ticket := tr.json(t)["ticket"].(string)
 
-	opts := append([]chromedp.ExecAllocatorOption{},
-		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancelAlloc)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(cancel)
+	ctx := browsertest.Context(t, "the event stream's browser test")
 	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
 	t.Cleanup(cancelTimeout)
 	target := page.URL + "/?" + url.Values{"api": {api.URL}, "ticket": {ticket}}.Encode()

@@ -13,7 +13,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -34,27 +33,12 @@ import (
 	"forumstats.local/shared/db"
 	"forumstats.local/shared/migrate"
 	"forumstats.local/shared/reports"
+	"forumstats.local/shared/testutil/browsertest"
 	"forumstats.local/stats-svc/internal/answers"
 	"forumstats.local/stats-svc/internal/httpapi"
 	"forumstats.local/stats-svc/internal/store"
 	"forumstats.local/stats-svc/internal/web"
 )
-
-// chromium finds Debian's chromium (or CHROMIUM). Its absence fails the test with what to
-// install: the dashboard is only tested in a browser.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, p := range []string{os.Getenv("CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"} {
-		if p == "" {
-			continue
-		}
-		if path, err := exec.LookPath(p); err == nil {
-			return path
-		}
-	}
-	t.Fatal("chromium is not installed (apt-get install chromium, or set CHROMIUM): the dashboard test cannot run")
-	return ""
-}
 
 // The seeded catalog's channels: general is the busiest every day; the other six are small, so
 // that the channel trend draws five and sums two as "other".
@@ -379,7 +363,7 @@ func num(p *int64) string {
 }
 
 func TestDashboardInChromium(t *testing.T) {
-	exe := chromium(t)
+	browsertest.Path(t, "the dashboard test") // fail before the setup when it is missing
 	gdb, err := db.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "stats.db"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -406,14 +390,7 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	opts := append([]chromedp.ExecAllocatorOption{},
-		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(390, 844))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
+	ctx := browsertest.Context(t, "the dashboard test", chromedp.WindowSize(390, 844))
 
 	// Every request the page makes must go to the service (or to the CDN for icons): none
 	// leaves for the internet. The page runs under its Content-Security-Policy: anything the
