@@ -5,28 +5,37 @@
 //     acting as each with Forum-Api-User); the service's resident set (VmRSS, from /proc of the
 //     child) after they opened minus before, a stream: under 16 KiB.
 //  2. Latency: -replies replies at -rate a second, spread over the conversations of two users
-//     each, every user holding -per-user of the streams. Each reply's message_created must reach
-//     every stream of both participants exactly once (none lost, none twice). The target is on
-//     the p99 from the reply's commit to its event at the stream: forum-svc measures it itself
-//     (event_stream_delivery_seconds: from the moment the commit returned to the event's bytes
-//     flushed to the stream, one observation a stream and reply, in fine buckets read from
-//     /metrics before and after), and the bare Go SSE server (net/http, a hub fanning the same
-//     events out to the same number of streams, a POST publishing them) measures the same from
-//     its publication, exactly; its delays are put into forum-svc's buckets so that both p99 are
-//     read alike (as histogram_quantile reads them). Target: forum-svc's at most 2 × the bare
-//     server's, in the same run, with the same client, pacing and streams. The last hop, from the
-//     server's socket to the client, is the same kernel path for both and is not in either
-//     figure. The client's own figures are printed beside: from the reply's request start (an
-//     upper bound: it holds the reply's transaction) and from its answer (a lower bound) to the
-//     event's arrival.
+//     each, every user holding -per-user of the streams, after one second's worth of warm-up
+//     replies (not measured: forum-svc's pooled database connections prepare their statements at
+//     their first use). Each reply's message_created must reach every stream of both participants
+//     exactly once (none lost, none twice). The target is on the p99 from the reply's commit to
+//     its event at the stream: forum-svc measures it itself (event_stream_delivery_seconds: from
+//     the moment the commit returned to the event's bytes flushed to the stream, one observation a
+//     stream and reply, in fine buckets read from /metrics before and after), and the bare Go SSE
+//     server (net/http, a hub fanning the same events out to the same number of streams, a POST
+//     publishing them) measures the same from its publication, exactly; its delays are put into
+//     forum-svc's buckets so that both p99 are read alike (as histogram_quantile reads them).
+//     Target: forum-svc's at most 2 × the bare server's, in the same run, with the same client,
+//     pacing and streams. The last hop, from the server's socket to the client, is the same kernel
+//     path for both and is not in either figure. The client's own figures are printed beside: from
+//     the reply's request start (an upper bound: it holds the reply's transaction) and from its
+//     answer (a lower bound) to the event's arrival.
+//
+// Both fan-outs are measured with the same work on the machine's cores: while the bare server
+// fans its replies out, the bench posts as many replies to forum-svc beside (same rate, same
+// conversations; its streams are closed by then), so that forum-svc and PostgreSQL spend on the
+// replies what they spend while forum-svc's own fan-out is measured. On a machine of few cores,
+// that work is what a delivery waits behind when it loses its core (a write to a socket wakes the
+// reader; any other runnable thread may run first): the bare server measured alone on idle cores
+// (-apart) holds forum-svc's fan-out to a machine it does not have. The servers run one after
+// the other: the client holds one server's streams at a time (the descriptor limit).
 //
 // forum-svc runs with REDIS_URL on a private redis-server (-redis, default true), as deployments
 // do: its hub then polls the users' last event ids every 15 seconds instead of every second, and a
 // private server keeps other instances' wake-ups (channel forum:events) out of the figures.
 //
 // The bare server is this program run again as a child process (`events bare-server ADDR`), so
-// both servers are child processes with their own descriptors and resident sets, and the client
-// process holds only one server's streams at a time. The descriptor limit (RLIMIT_NOFILE) is raised
+// both servers are child processes with their own descriptors and resident sets. The descriptor limit (RLIMIT_NOFILE) is raised
 // to its hard limit here, which the children inherit; below -streams + 1,024 the bench stops with
 // a message.
 //
@@ -34,7 +43,7 @@
 // service's own commands, starts `forum-svc serve`, prints the figures beside the targets and
 // exits 1 if one is missed.
 //
-//	go run ./tools/bench/events [-streams 10000] [-per-user 2] [-replies 2000] [-rate 200]
+//	go run ./tools/bench/events [-streams 10000] [-per-user 2] [-replies 2000] [-rate 200] [-apart]
 package main
 
 import (
@@ -55,6 +64,7 @@ type options struct {
 	rate    float64
 	opening int // streams opened at once
 	redis   bool
+	apart   bool // the bare server without forum-svc's replies beside
 }
 
 func main() {
@@ -81,6 +91,7 @@ func parseFlags() (options, error) {
 	flag.Float64Var(&o.rate, "rate", 200, "replies a second")
 	flag.IntVar(&o.opening, "opening", 32, "streams opened at once")
 	flag.BoolVar(&o.redis, "redis", true, "serve with REDIS_URL on a private redis-server, as deployments run: the hub polls the log every 15 s instead of every second")
+	flag.BoolVar(&o.apart, "apart", false, "measure the bare server alone on the machine, without forum-svc's replies beside")
 	flag.Parse()
 	if o.perUser < 1 || o.streams < 2*o.perUser || o.streams%(2*o.perUser) != 0 {
 		return o, fmt.Errorf("-streams must be a positive multiple of 2 × -per-user (two users a conversation)")

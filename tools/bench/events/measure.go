@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"forumstats.local/tools/stack"
@@ -42,11 +44,6 @@ type results struct {
 
 func measure(ctx context.Context, e *benchEnv, o options) (results, error) {
 	var r results
-	var err error
-	fmt.Printf("forum-svc: %d streams of %d users, then %d replies at %.0f/s ...\n", o.streams, e.users, o.replies, o.rate)
-	if r.forum, err = runServer(ctx, e.svc.Addr, e.svc.URL, e.superKey, e.svc.Pid(), e.users, &forumDelays{url: e.svc.URL + "/metrics"}, o); err != nil {
-		return r, fmt.Errorf("forum-svc: %w", err)
-	}
 	exe, err := os.Executable()
 	if err != nil {
 		return r, err
@@ -63,10 +60,34 @@ func measure(ctx context.Context, e *benchEnv, o options) (results, error) {
 	if err := stack.WaitHTTP("http://"+addr+"/healthz", http.StatusOK, 30*time.Second, p); err != nil {
 		return r, err
 	}
-	fmt.Printf("bare Go SSE server (pid %d): the same streams and replies ...\n", p.Pid())
-	if r.bare, err = runServer(ctx, addr, "http://"+addr, "none", p.Pid(), e.users, bareDelays{url: "http://" + addr + "/delays"}, o); err != nil {
-		return r, fmt.Errorf("bare server: %w", err)
+	forum := &server{name: "forum-svc", addr: e.svc.Addr, baseURL: e.svc.URL, key: e.superKey, pid: e.svc.Pid(),
+		delays: &forumDelays{url: e.svc.URL + "/metrics"}}
+	bare := &server{name: "bare Go SSE server", addr: addr, baseURL: "http://" + addr, key: "none", pid: p.Pid(),
+		delays: bareDelays{url: "http://" + addr + "/delays"}}
+	// Without -apart, the bare server's replies run beside as many to forum-svc, into the same
+	// conversations at the same rate (its streams closed by then): both fan-outs are then measured
+	// with the replies' work (forum-svc's and the database's) on the same cores.
+	load := &server{name: "forum-svc (load beside the bare server)", baseURL: e.svc.URL, key: e.superKey, loadOnly: true}
+	for _, sv := range []*server{forum, bare} {
+		posted, beside := []*server{sv}, ""
+		if sv == bare && !o.apart {
+			posted, beside = append(posted, load), ", as many to forum-svc beside"
+		}
+		fmt.Printf("%s (pid %d): %d streams of %d users, then %d replies at %.0f/s%s ...\n", sv.name, sv.pid,
+			o.streams, e.users, o.replies, o.rate, beside)
+		err := sv.open(ctx, o)
+		if err == nil {
+			defer sv.streams.close()
+			err = replyTo(ctx, posted, o, conversations(e.users))
+		}
+		if err == nil {
+			err = sv.finish(ctx, o)
+		}
+		if err != nil {
+			return r, fmt.Errorf("%s: %w", sv.name, err)
+		}
 	}
+	r.forum, r.bare = forum.run, bare.run
 	// The bare server's exact delays, in forum-svc's buckets: both quantiles are read alike.
 	r.bare.delivery = bucket(r.forum.delivery.le, r.bare.exact)
 	return r, nil
@@ -141,64 +162,132 @@ func (d bareDelays) take(ctx context.Context) ([]time.Duration, error) {
 	return out, nil
 }
 
-// runServer opens the streams to one server, reads its resident set before and after, posts the
-// replies, waits for their events and checks them.
-func runServer(ctx context.Context, addr, baseURL, key string, pid, users int, delays serverDelays, o options) (serverRun, error) {
-	run := serverRun{streams: o.streams, replies: o.replies}
-	if err := checkFDLimit(pid, o.streams+fdMargin); err != nil {
-		return run, err
+// server is one of the two servers under measure, and its run.
+type server struct {
+	name, addr, baseURL, key string
+	pid                      int
+	delays                   serverDelays
+	streams                  *streamSet
+	sent                     []sentReply // warm-up and measured replies, for the check
+	run                      serverRun
+	loadOnly                 bool // replies posted for the load they make: no streams, nothing measured
+}
+
+// open opens the streams to the server and reads its resident set before and after.
+func (sv *server) open(ctx context.Context, o options) error {
+	sv.run = serverRun{streams: o.streams, replies: o.replies}
+	if err := checkFDLimit(sv.pid, o.streams+fdMargin); err != nil {
+		return err
 	}
 	time.Sleep(time.Second)
-	before, err := stack.ReadMemory(pid)
+	before, err := stack.ReadMemory(sv.pid)
 	if err != nil {
-		return run, err
+		return err
 	}
-	run.rssBefore = before.RSS
+	sv.run.rssBefore = before.RSS
 	start := time.Now()
-	s, err := openStreams(ctx, addr, key, o.streams, o.perUser, o.opening)
-	if err != nil {
-		return run, err
+	if sv.streams, err = openStreams(ctx, sv.addr, sv.key, o.streams, o.perUser, o.opening); err != nil {
+		return err
 	}
-	defer s.close()
-	run.openTime = time.Since(start)
+	sv.run.openTime = time.Since(start)
 	time.Sleep(3 * time.Second) // idle: what opening left behind settles
-	idle, err := stack.ReadMemory(pid)
+	idle, err := stack.ReadMemory(sv.pid)
 	if err != nil {
-		return run, err
+		return err
 	}
-	run.rssIdle = idle.RSS
-	fmt.Printf("  %d streams open in %s; RSS %s before, %s idle\n", o.streams, run.openTime.Round(time.Millisecond),
-		stack.MiB(run.rssBefore), stack.MiB(run.rssIdle))
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
-	defer client.CloseIdleConnections()
-	if err := delays.begin(ctx); err != nil {
-		return run, err
+	sv.run.rssIdle = idle.RSS
+	fmt.Printf("  %s: %d streams open in %s; RSS %s before, %s idle\n", sv.name, o.streams,
+		sv.run.openTime.Round(time.Millisecond), stack.MiB(sv.run.rssBefore), stack.MiB(sv.run.rssIdle))
+	return nil
+}
+
+// warmup is how many replies each server takes, and delivers, before the measured ones: one
+// second's worth (each of forum-svc's pooled database connections prepares its statements at its
+// first use, the heaps grow to their working size).
+func warmup(o options) int { return max(int(o.rate), 50) }
+
+// replyTo posts the warm-up replies, then, once their events arrived, the measured ones, to every
+// server at once (each at o.rate, into the same conversations in the same order), and starts the
+// servers' own measures in between (a loadOnly server's replies are only checked for errors).
+func replyTo(ctx context.Context, servers []*server, o options, convs int64) error {
+	for _, phase := range []struct {
+		n       int
+		measure bool
+	}{{warmup(o), false}, {o.replies, true}} {
+		if phase.measure {
+			for _, sv := range servers {
+				if sv.loadOnly {
+					continue
+				}
+				if err := sv.delays.begin(ctx); err != nil {
+					return fmt.Errorf("%s: %w", sv.name, err)
+				}
+			}
+		}
+		errs := make([]error, len(servers))
+		var wg sync.WaitGroup
+		for i, sv := range servers {
+			wg.Go(func() {
+				client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+				defer client.CloseIdleConnections()
+				sent, err := postReplies(ctx, client, sv.baseURL, sv.key, phase.n, o.rate, convs)
+				if sv.loadOnly {
+					if err != nil {
+						errs[i] = fmt.Errorf("%s: %w", sv.name, err)
+					}
+					return
+				}
+				if phase.measure {
+					for _, r := range sent {
+						sv.run.answerTimes = append(sv.run.answerTimes, r.answer.Sub(r.start))
+					}
+				}
+				sv.sent = append(sv.sent, sent...)
+				if err == nil {
+					err = sv.awaitArrivals(ctx, o)
+				}
+				if err != nil {
+					errs[i] = fmt.Errorf("%s: %w", sv.name, err)
+				}
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
 	}
-	sent, err := postReplies(ctx, client, baseURL, key, o.replies, o.rate, conversations(users))
-	if err != nil {
-		return run, err
-	}
-	want := int64(len(sent) * 2 * o.perUser)
+	return nil
+}
+
+// awaitArrivals waits (up to 30 s) until every reply sent so far reached every stream of its
+// conversation once, and a little longer, so that duplicates, if any, arrive too.
+func (sv *server) awaitArrivals(ctx context.Context, o options) error {
+	want := int64(len(sv.sent) * 2 * o.perUser)
 	deadline := time.Now().Add(30 * time.Second)
-	for s.created.Load() < want && time.Now().Before(deadline) && ctx.Err() == nil {
+	for sv.streams.created.Load() < want && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(50 * time.Millisecond)
 	}
-	time.Sleep(500 * time.Millisecond) // duplicates, if any, arrive too
-	if run.delivery, run.exact, err = delays.end(ctx); err != nil {
-		return run, err
+	time.Sleep(500 * time.Millisecond)
+	return ctx.Err()
+}
+
+// finish reads the server's own measure of the measured replies, closes the streams and checks
+// what they read (warm-up replies included).
+func (sv *server) finish(ctx context.Context, o options) error {
+	run := &sv.run
+	var err error
+	if run.delivery, run.exact, err = sv.delays.end(ctx); err != nil {
+		return err
 	}
-	s.close()
-	run.ended = s.ended.Load()
-	if v, ok := s.endErr.Load().(error); ok {
+	sv.streams.close()
+	run.ended = sv.streams.ended.Load()
+	if v, ok := sv.streams.endErr.Load().(error); ok {
 		run.endErr = v
 	}
-	run.check, run.upper, run.lower = checkArrivals(sent, s.arrivals, s.user)
-	for _, r := range sent {
-		run.answerTimes = append(run.answerTimes, r.answer.Sub(r.start))
-	}
+	run.check, run.upper, run.lower = checkArrivals(sv.sent, sv.streams.arrivals, sv.streams.user)
 	sortDurations(run.answerTimes)
-	fmt.Printf("  %s; request start to arrival p50 %s p99 %s\n", run.check, ms(pct(run.upper, 50)), ms(pct(run.upper, 99)))
-	return run, ctx.Err()
+	fmt.Printf("  %s: %s; request start to arrival p50 %s p99 %s\n", sv.name, run.check, ms(pct(run.upper, 50)), ms(pct(run.upper, 99)))
+	return ctx.Err()
 }
 
 // check counts what the streams read against what the replies should have sent: each reply's

@@ -26,7 +26,11 @@ const deliveryMetric = "event_stream_delivery_seconds"
 func report(r results, o options) *bench.Report {
 	fmt.Printf("\nmachine: %d CPUs; %d streams, %d a user; %d replies at %.0f/s into %d conversations of two\n",
 		runtime.NumCPU(), o.streams, o.perUser, o.replies, o.rate, conversations(o.streams/o.perUser))
-	rep := &bench.Report{Title: fmt.Sprintf("forum-svc event stream: %d streams, %d replies at %.0f/s", o.streams, o.replies, o.rate)}
+	beside := ", forum-svc's replies beside the bare server's"
+	if o.apart {
+		beside = ", the bare server alone (-apart)"
+	}
+	rep := &bench.Report{Title: fmt.Sprintf("forum-svc event stream: %d streams, %d replies at %.0f/s%s", o.streams, o.replies, o.rate, beside)}
 	f, b := r.forum, r.bare
 	rep.Add("forum-svc: streams opened", fmt.Sprintf("%d in %s", f.streams, ms(f.openTime)), "", true)
 	rep.Add("forum-svc: RSS per idle stream", fmt.Sprintf("%.1f KiB (%s → %s)", f.perStream()/1024, mib(f.rssBefore), mib(f.rssIdle)),
