@@ -3,10 +3,12 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
 
+	"forumstats.local/forum-svc/internal/conversation"
 	"forumstats.local/forum-svc/internal/event"
 	"forumstats.local/shared/db"
 )
@@ -48,7 +50,46 @@ func (s *Store) read(ctx context.Context, userID int64, fn func(*gorm.DB) error)
 // pendingKey names, in a write transaction's context, the changes it recorded so far.
 type pendingKey struct{}
 
-type pendingChanges struct{ changes []event.Change }
+type pendingChanges struct {
+	changes []event.Change
+	// final is set once the write's own statements are over (writeDone, or its function
+	// returned): from then on the transaction changes none of the rows its answer and its events'
+	// renderings read (the recorders write tables of their own), so each of those reads is made
+	// once and reused (a reply's answer is its author's rendering too; every participant's
+	// rendering shows the same recipients).
+	final *finalReads
+}
+
+// finalReads are the reads of a write's transaction made after its last change (pendingChanges).
+type finalReads struct {
+	messages      map[[2]int64]messageRead                   // by message and user
+	conversations map[[2]int64]conversation.ConversationRow // by conversation and user
+	recipients    map[int64][]conversation.Recipient         // by conversation
+}
+
+type messageRead struct {
+	m conversation.MessageRow
+	c conversation.ConversationRow
+}
+
+// writeDone marks the write's changes over: the reads on tx from here on are kept for the rest of
+// the transaction (pendingChanges.final). Call it after the write's last statement that changes
+// a message, a conversation or a participant, and only then.
+func writeDone(tx *gorm.DB) {
+	if p, ok := tx.Statement.Context.Value(pendingKey{}).(*pendingChanges); ok && p.final == nil {
+		p.final = &finalReads{messages: map[[2]int64]messageRead{}, conversations: map[[2]int64]conversation.ConversationRow{},
+			recipients: map[int64][]conversation.Recipient{}}
+	}
+}
+
+// finalOf is q's transaction's reads after its last change; nil outside a recording transaction,
+// or before writeDone.
+func finalOf(q *gorm.DB) *finalReads {
+	if p, ok := q.Statement.Context.Value(pendingKey{}).(*pendingChanges); ok {
+		return p.final
+	}
+	return nil
+}
 
 // tx runs fn in a transaction on the primary. The changes fn records (record) go to the
 // recorders at its end, still in the transaction, right before the commit: a recorder's rows (the
@@ -68,6 +109,7 @@ func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 		if len(p.changes) == 0 {
 			return nil
 		}
+		writeDone(tx)
 		for _, r := range s.recorders {
 			if err := r.Record(tx, p.changes); err != nil {
 				return fmt.Errorf("record changes: %w", err)
@@ -126,6 +168,31 @@ func activeParticipants(tx *gorm.DB, conversationID int64) ([]int64, error) {
 	return ids, nil
 }
 
+// participantsIn runs q, a statement on a conversation's participants RETURNING user_id and
+// left_state, and lists, in ascending order, those it leaves in the conversation (not left).
+func participantsIn(tx *gorm.DB, q string, args ...any) ([]int64, error) {
+	rows, err := tx.Raw(q, args...).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id, state int64
+		if err := rows.Scan(&id, &state); err != nil {
+			return nil, err
+		}
+		if state == stateIn {
+			ids = append(ids, id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
 // recordForParticipants records one change of the conversation for its active participants.
 func (s *Store) recordForParticipants(tx *gorm.DB, c event.Change) error {
 	if !s.recording() {
@@ -137,4 +204,54 @@ func (s *Store) recordForParticipants(tx *gorm.DB, c event.Change) error {
 	}
 	c.UserIDs = users
 	return s.record(tx, c)
+}
+
+// The lookups and keeps of finalReads do nothing on nil (no transaction, or its changes not over).
+// What they return is the caller's: the slices are copied.
+
+func (f *finalReads) message(messageID, userID int64) (messageRead, bool) {
+	if f == nil {
+		return messageRead{}, false
+	}
+	r, ok := f.messages[[2]int64{messageID, userID}]
+	r.m.Attachments = slices.Clone(r.m.Attachments)
+	r.c.Recipients = slices.Clone(r.c.Recipients)
+	return r, ok
+}
+
+func (f *finalReads) keepMessage(userID int64, m conversation.MessageRow, c conversation.ConversationRow) {
+	if f != nil {
+		m.Attachments, c.Recipients = slices.Clone(m.Attachments), slices.Clone(c.Recipients)
+		f.messages[[2]int64{m.MessageID, userID}] = messageRead{m, c}
+	}
+}
+
+func (f *finalReads) conversation(conversationID, userID int64) (conversation.ConversationRow, bool) {
+	if f == nil {
+		return conversation.ConversationRow{}, false
+	}
+	c, ok := f.conversations[[2]int64{conversationID, userID}]
+	c.Recipients = slices.Clone(c.Recipients)
+	return c, ok
+}
+
+func (f *finalReads) keepConversation(userID int64, c conversation.ConversationRow) {
+	if f != nil {
+		c.Recipients = slices.Clone(c.Recipients)
+		f.conversations[[2]int64{c.ConversationID, userID}] = c
+	}
+}
+
+func (f *finalReads) recipientsOf(conversationID int64) ([]conversation.Recipient, bool) {
+	if f == nil {
+		return nil, false
+	}
+	r, ok := f.recipients[conversationID]
+	return slices.Clone(r), ok
+}
+
+func (f *finalReads) keepRecipients(conversationID int64, r []conversation.Recipient) {
+	if f != nil && r != nil {
+		f.recipients[conversationID] = slices.Clone(r)
+	}
 }

@@ -257,3 +257,112 @@ func TestCommittedPreparesInTheTransaction(t *testing.T) {
 		})
 	}
 }
+
+// statementCounter counts the statements run on a database while on.
+type statementCounter struct {
+	on bool // set and read by the test's goroutine only: the counted statements run on it
+	n  int
+}
+
+func countStatements(t *testing.T, gdb *gorm.DB) *statementCounter {
+	t.Helper()
+	c := &statementCounter{}
+	count := func(*gorm.DB) {
+		if c.on {
+			c.n++
+		}
+	}
+	cb := gdb.Callback()
+	if err := errors.Join(cb.Row().Before("gorm:row").Register("test:count", count),
+		cb.Raw().Before("gorm:raw").Register("test:count", count),
+		cb.Query().Before("gorm:query").Register("test:count", count)); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// statements runs fn and returns how many statements it ran.
+func (c *statementCounter) statements(fn func()) int {
+	c.n, c.on = 0, true
+	fn()
+	c.on = false
+	return c.n
+}
+
+// Once a write's changes are over, the rows its answer and its events' renderings read are read
+// once: the author's rendering is the answer, the other participants read their own rows only
+// (the recipients are the same for all). What is reused is as a read would find it, per user,
+// and the reader's to change.
+func TestCommittedReusesTheWritesFinalReads(t *testing.T) {
+	for _, dialect := range []string{"sqlite", "postgres"} {
+		t.Run(dialect, func(t *testing.T) {
+			st, gdb := reactStore(t, dialect, 3) // conversation 10: user 1 started it, 2 and 3 are in it
+			log := &changeLog{}
+			st.AddRecorder(log)
+			// User 3 left (a reply brings them back); user 4 was never in it.
+			if err := gdb.Exec(`UPDATE conversation_participants SET left_state = 1 WHERE conversation_id = 10 AND user_id = 3`).Error; err != nil {
+				t.Fatal(err)
+			}
+			counter := countStatements(t, gdb)
+			var (
+				answerM                  conversation.MessageRow
+				answerC                  conversation.ConversationRow
+				authorM                  conversation.MessageRow
+				authorC, otherC, otherC2 conversation.ConversationRow
+				authorReads, otherReads  int
+				againReads, convReads    int
+				errs                     []error
+			)
+			st.AddCommitted(func(ctx context.Context, changes []event.Change) func() {
+				id := changes[0].MessageID
+				authorReads = counter.statements(func() {
+					var err error
+					authorM, authorC, err = st.Message(ctx, id, 2)
+					errs = append(errs, err)
+				})
+				otherReads = counter.statements(func() {
+					_, c, err := st.Message(ctx, id, 3)
+					otherC = c
+					errs = append(errs, err)
+				})
+				otherC.Recipients[0].Username = "changed by its reader"
+				againReads = counter.statements(func() {
+					_, c, err := st.Message(ctx, id, 3)
+					otherC2 = c
+					errs = append(errs, err)
+				})
+				convReads = counter.statements(func() {
+					_, err := st.Conversation(ctx, 10, 1)
+					errs = append(errs, err)
+				})
+				return nil
+			})
+			_, err := st.Reply(context.Background(), conversation.NewReply{ConversationID: 10, UserID: 2, Message: "hi", Parsed: "hi",
+				Date: 1_800_000_100}, nil, func(m conversation.MessageRow, c conversation.ConversationRow) ([]byte, error) {
+				answerM, answerC = m, c
+				return nil, nil
+			})
+			if err := errors.Join(append(errs, err)...); err != nil {
+				t.Fatal(err)
+			}
+			if changes := log.take(); len(changes) != 1 || !reflect.DeepEqual(changes[0].UserIDs, []int64{1, 2, 3}) {
+				t.Fatalf("changes %+v, want one for users 1, 2 and 3 (3 brought back)", changes)
+			}
+			if authorReads != 0 || !reflect.DeepEqual(authorM, answerM) || !reflect.DeepEqual(authorC, answerC) {
+				t.Errorf("the author's rendering ran %d statements, read %+v %+v; want none, the answer's %+v %+v",
+					authorReads, authorM, authorC, answerM, answerC)
+			}
+			if otherReads != 1 || againReads != 0 || convReads != 1 {
+				t.Errorf("statements: user 3's message %d (want 1), again %d (want 0), user 1's conversation %d (want 1)",
+					otherReads, againReads, convReads)
+			}
+			if answerC.LastReadDate != 1_800_000_100 || otherC2.LastReadDate >= 1_800_000_100 {
+				t.Errorf("read dates: the author's %d, user 3's %d; want the reply's for the author only", answerC.LastReadDate, otherC2.LastReadDate)
+			}
+			want := []conversation.Recipient{{UserID: 2, Username: "user2"}, {UserID: 3, Username: "user3"}}
+			if !reflect.DeepEqual(otherC2.Recipients, want) || !reflect.DeepEqual(answerC.Recipients, want) {
+				t.Errorf("recipients: user 3's second read %+v, the answer's %+v; want %+v", otherC2.Recipients, answerC.Recipients, want)
+			}
+		})
+	}
+}

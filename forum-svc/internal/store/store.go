@@ -165,6 +165,10 @@ func (s *Store) Conversation(ctx context.Context, conversationID, userID int64) 
 // conversationOn reads the conversation on q: a database, or the transaction of a write whose
 // answer it makes.
 func conversationOn(q *gorm.DB, conversationID, userID int64) (conversation.ConversationRow, error) {
+	final := finalOf(q)
+	if c, ok := final.conversation(conversationID, userID); ok {
+		return c, nil
+	}
 	var c conversation.ConversationRow
 	err := q.Raw(conversationSQL, conversationID, userID).Row().Scan(scanConversation(nil, &c)...)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -173,7 +177,11 @@ func conversationOn(q *gorm.DB, conversationID, userID int64) (conversation.Conv
 	if err != nil {
 		return c, fmt.Errorf("read conversation: %w", err)
 	}
-	return c, recipients(q, &c)
+	if err := recipients(q, &c); err != nil {
+		return c, err
+	}
+	final.keepConversation(userID, c)
+	return c, nil
 }
 
 // Message implements conversation.Store.
@@ -187,6 +195,10 @@ func (s *Store) Message(ctx context.Context, messageID, userID int64) (m convers
 
 // messageOn reads the message on q, as conversationOn.
 func messageOn(q *gorm.DB, messageID, userID int64) (conversation.MessageRow, conversation.ConversationRow, error) {
+	final := finalOf(q)
+	if r, ok := final.message(messageID, userID); ok {
+		return r.m, r.c, nil
+	}
 	var (
 		m conversation.MessageRow
 		c conversation.ConversationRow
@@ -207,12 +219,21 @@ func messageOn(q *gorm.DB, messageID, userID int64) (conversation.MessageRow, co
 		}
 		m = one[0]
 	}
-	return m, c, recipients(q, &c)
+	if err := recipients(q, &c); err != nil {
+		return m, c, err
+	}
+	final.keepMessage(userID, m, c)
+	return m, c, nil
 }
 
 // recipients reads the participants of c other than its starter, those who left included (the
 // others see no change when someone leaves).
 func recipients(q *gorm.DB, c *conversation.ConversationRow) error {
+	final := finalOf(q)
+	if r, ok := final.recipientsOf(c.ConversationID); ok {
+		c.Recipients = r
+		return nil
+	}
 	rows, err := q.Raw(recipientsSQL, c.ConversationID, c.UserID).Rows()
 	if err != nil {
 		return fmt.Errorf("read recipients: %w", err)
@@ -229,6 +250,7 @@ func recipients(q *gorm.DB, c *conversation.ConversationRow) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read recipients: %w", err)
 	}
+	final.keepRecipients(c.ConversationID, c.Recipients)
 	return nil
 }
 

@@ -150,6 +150,7 @@ VALUES (?, ?, ?, ?, ?, 1) RETURNING message_id`, id, c.StarterID, c.Message, c.P
 			ActorID: c.StarterID, UserIDs: users, At: c.Date}); err != nil {
 			return nil, 0, err
 		}
+		writeDone(tx)
 		row, err := conversationOn(tx, id, c.StarterID)
 		if err != nil {
 			return nil, 0, err
@@ -188,20 +189,23 @@ WHERE conversation_id = ?`, messageID, r.Date, r.ConversationID).Error; err != n
 		}
 		// The author has read up to the reply; for everyone else it is unread (a read date in the
 		// same second goes back one), and it brings back those who left without ignoring it.
-		if err := tx.Exec(`UPDATE conversation_participants SET last_message_date = ?,
+		// Those in the conversation after it (those it brought back too) see the reply.
+		users, err := participantsIn(tx, `UPDATE conversation_participants SET last_message_date = ?,
   left_state = CASE WHEN left_state = ? THEN ? ELSE left_state END,
   last_read_date = CASE
     WHEN user_id = ? THEN CASE WHEN last_read_date < ? THEN ? ELSE last_read_date END
     WHEN last_read_date >= ? THEN CAST(? AS BIGINT) - 1
     ELSE last_read_date END
-WHERE conversation_id = ?`, r.Date, stateLeft, stateIn, r.UserID, r.Date, r.Date, r.Date, r.Date, r.ConversationID).Error; err != nil {
+WHERE conversation_id = ?
+RETURNING user_id, left_state`, r.Date, stateLeft, stateIn, r.UserID, r.Date, r.Date, r.Date, r.Date, r.ConversationID)
+		if err != nil {
 			return nil, 0, err
 		}
-		// After the update: those it brought back see it too.
-		if err := s.recordForParticipants(tx, event.Change{Type: event.TypeMessageCreated, ConversationID: r.ConversationID,
-			MessageID: messageID, ActorID: r.UserID, At: r.Date}); err != nil {
+		if err := s.record(tx, event.Change{Type: event.TypeMessageCreated, ConversationID: r.ConversationID,
+			MessageID: messageID, ActorID: r.UserID, UserIDs: users, At: r.Date}); err != nil {
 			return nil, 0, err
 		}
+		writeDone(tx)
 		m, c, err := messageOn(tx, messageID, r.UserID)
 		if err != nil {
 			return nil, 0, err
@@ -255,6 +259,7 @@ func (s *Store) EditMessage(ctx context.Context, e conversation.MessageEdit) (m 
 			MessageID: e.MessageID, ActorID: e.UserID, At: e.Date}); err != nil {
 			return err
 		}
+		writeDone(tx)
 		m, c, err = messageOn(tx, e.MessageID, e.UserID)
 		return err
 	})
@@ -291,6 +296,7 @@ func (s *Store) UpdateConversation(ctx context.Context, conversationID, userID i
 				return err
 			}
 		}
+		writeDone(tx)
 		c, err = conversationOn(tx, conversationID, userID)
 		return err
 	})

@@ -71,11 +71,10 @@ func replyRoles() []role {
 			params: []string{":conv", ":uid", text, text, ":date", ":conv"}},
 		{name: "move the conversation", marker: "UPDATE conversations SET message_count",
 			params: []string{":message_id", ":date", ":conv"}},
-		// left_state: 1 (left) comes back as 0 (in); forum-svc's store.stateLeft and stateIn.
+		// left_state: 1 (left) comes back as 0 (in); forum-svc's store.stateLeft and stateIn. Its
+		// RETURNING lists the participants who see the reply (users 3 and 4), for the recorders.
 		{name: "move the participants", marker: "UPDATE conversation_participants SET last_message_date",
 			params: []string{":date", "1", "0", ":uid", ":date", ":date", ":date", ":date", ":conv"}},
-		// The participants who see the reply (users 3 and 4), for the recorders below.
-		participantsRole(":conv"),
 		{name: "read the message", marker: "FROM conversation_messages m", params: []string{":uid", ":message_id"}},
 		{name: "read the recipients", marker: "ORDER BY p.user_id", params: []string{":conv", ":uid"}},
 		// The recorders run last, right before the commit, in the order the service adds them: the
