@@ -62,9 +62,9 @@ type pendingChanges struct {
 
 // finalReads are the reads of a write's transaction made after its last change (pendingChanges).
 type finalReads struct {
-	messages      map[[2]int64]messageRead                   // by message and user
+	messages      map[[2]int64]messageRead                  // by message and user
 	conversations map[[2]int64]conversation.ConversationRow // by conversation and user
-	recipients    map[int64][]conversation.Recipient         // by conversation
+	recipients    map[int64][]conversation.Recipient        // by conversation
 }
 
 type messageRead struct {
