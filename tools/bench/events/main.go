@@ -26,9 +26,10 @@
 // conversations; its streams are closed by then), so that forum-svc and PostgreSQL spend on the
 // replies what they spend while forum-svc's own fan-out is measured. On a machine of few cores,
 // that work is what a delivery waits behind when it loses its core (a write to a socket wakes the
-// reader; any other runnable thread may run first): the bare server measured alone on idle cores
-// (-apart) holds forum-svc's fan-out to a machine it does not have. The servers run one after
-// the other: the client holds one server's streams at a time (the descriptor limit).
+// reader; any other runnable thread may run first). -apart measures the bare server alone on idle
+// cores instead: the stricter comparison, which holds forum-svc's fan-out to a machine without its
+// replies' work. The servers run one after the other: the client holds one server's streams at a
+// time (the descriptor limit).
 //
 // forum-svc runs with REDIS_URL on a private redis-server (-redis, default true), as deployments
 // do: its hub then polls the users' last event ids every 15 seconds instead of every second, and a
