@@ -458,24 +458,7 @@ func TestInlineWrites(t *testing.T) {
 	defer cancel()
 	go func() { _ = h.Serve(ctx, conn, 7, Resume{}, plainRenderer{}, StreamOptions{}) }()
 	waitEvents(t, conn, TypeUnreadCount, 1)
-	// Serve publishes the stream for inline writes right after its head: wait for it.
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		h.mu.Lock()
-		var open bool
-		for s := range h.subs[7] {
-			s.wmu.Lock()
-			open = s.st != nil
-			s.wmu.Unlock()
-		}
-		h.mu.Unlock()
-		if open {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the stream was not opened for inline writes")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitInline(t, h, 7, 1)
 	observed := deliveriesObserved(t)
 	log.add(1)
 	commitNow(h, committed(1))
@@ -514,5 +497,79 @@ func TestInlineWrites(t *testing.T) {
 	}
 	if reads := log.reads.Load(); reads != 1 {
 		t.Fatalf("%d reads of the log, want only the first", reads)
+	}
+}
+
+// waitInline waits until n streams of the user are open for inline writes: Serve publishes a
+// stream for them right after its head.
+func waitInline(t *testing.T, h *Hub, userID int64, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		h.mu.Lock()
+		open := 0
+		for s := range h.subs[userID] {
+			s.wmu.Lock()
+			if s.st != nil {
+				open++
+			}
+			s.wmu.Unlock()
+		}
+		h.mu.Unlock()
+		if open >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the user's streams open for inline writes, want %d", open, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A hand-over writes to maxInline streams itself; the others get the same bytes from their own
+// goroutines, once each, without a read of the log.
+func TestInlineWritesBeyondTheBound(t *testing.T) {
+	log := &countingLog{memLog: &memLog{}}
+	h := NewHub(log, HubOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	conns := make([]*memConn, maxInline+2)
+	for i := range conns {
+		conns[i] = newMemConn()
+		conns[i].direct = true
+		go func() { _ = h.Serve(ctx, conns[i], 7, Resume{}, plainRenderer{}, StreamOptions{}) }()
+		waitEvents(t, conns[i], TypeUnreadCount, 1)
+	}
+	waitInline(t, h, 7, len(conns))
+	opened := log.reads.Load()
+	observed := deliveriesObserved(t)
+	log.add(1)
+	commitNow(h, committed(1))
+	written := 0
+	for _, c := range conns {
+		for _, e := range c.events() {
+			if e["event"] == TypeMessageCreated {
+				written++
+			}
+		}
+	}
+	if written < maxInline {
+		t.Fatalf("right after the hand-over %d streams had the event, want at least %d written inline", written, maxInline)
+	}
+	for i, c := range conns {
+		if evs := waitEvents(t, c, TypeMessageCreated, 1); !slices.Equal(ids(evs), []string{"1"}) {
+			t.Fatalf("stream %d: message_created ids %v, want [1]", i, ids(evs))
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	for i, c := range conns {
+		if evs := waitEvents(t, c, TypeMessageCreated, 1); len(evs) != 1 {
+			t.Fatalf("stream %d: %d message_created events, want 1", i, len(evs))
+		}
+	}
+	if n := deliveriesObserved(t) - observed; n != uint64(len(conns)) {
+		t.Fatalf("%d deliveries observed, want %d", n, len(conns))
+	}
+	if reads := log.reads.Load() - opened; reads != 0 {
+		t.Fatalf("%d reads of the log after the streams opened, want none", reads)
 	}
 }
