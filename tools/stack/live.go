@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -183,20 +184,29 @@ func CheckLiveCounts(ctx context.Context, conn *pgx.Conn, fake *FakeDiscord, gui
 
 // Metric sums the samples of the metric name that carry every label of labels (name="value"),
 // from the Prometheus text exposition at url.
-func Metric(ctx context.Context, url, name string, labels ...string) (float64, error) {
+func Metric(ctx context.Context, url, name string, labels ...string) (sum float64, err error) {
+	err = Get(ctx, url, func(body io.Reader) (err error) {
+		sum, err = sumMetric(bufio.NewScanner(body), name, labels)
+		return err
+	})
+	return sum, err
+}
+
+// Get fetches url and has read take its body; an answer other than 200 is an error.
+func Get(ctx context.Context, url string, read func(body io.Reader) error) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: %d", url, resp.StatusCode)
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	return sumMetric(bufio.NewScanner(resp.Body), name, labels)
+	return read(resp.Body)
 }
 
 func sumMetric(sc *bufio.Scanner, name string, labels []string) (float64, error) {

@@ -372,13 +372,7 @@ func (w *writer) tryFlush(d time.Duration) (left bool, err error) {
 	if len(w.buf) == 0 {
 		return false, nil
 	}
-	if err := w.conn.SetWriteDeadline(time.Now().Add(d)); err != nil {
-		return false, err
-	}
-	n, err := w.conn.Write(w.buf)
-	if err == nil {
-		err = w.conn.Flush()
-	}
+	n, err := w.send(d)
 	if err != nil && isTimeout(err) && n < len(w.buf) {
 		w.buf = w.buf[:copy(w.buf, w.buf[max(n, 0):])]
 		return true, nil
@@ -387,17 +381,23 @@ func (w *writer) tryFlush(d time.Duration) (left bool, err error) {
 	return false, err
 }
 
+// send writes the buffer to the client within d; n is what the client took.
+func (w *writer) send(d time.Duration) (n int, err error) {
+	if err := w.conn.SetWriteDeadline(time.Now().Add(d)); err != nil {
+		return 0, err
+	}
+	n, err = w.conn.Write(w.buf)
+	if err == nil {
+		err = w.conn.Flush()
+	}
+	return n, err
+}
+
 func (w *writer) flush() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
-	if err := w.conn.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
-		return err
-	}
-	_, err := w.conn.Write(w.buf)
-	if err == nil {
-		err = w.conn.Flush()
-	}
+	_, err := w.send(w.timeout)
 	w.buf = w.buf[:0]
 	if err != nil {
 		if isTimeout(err) {

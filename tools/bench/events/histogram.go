@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"forumstats.local/tools/stack"
 )
 
 // histogram is a Prometheus histogram's buckets: upper bounds (seconds, ascending, the last
@@ -89,20 +90,12 @@ func bucket(le []float64, ds []time.Duration) histogram {
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // readHistogram reads the histogram name from the Prometheus text exposition at url.
-func readHistogram(ctx context.Context, url, name string) (histogram, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return histogram{}, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return histogram{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return histogram{}, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return parseHistogram(resp.Body, name)
+func readHistogram(ctx context.Context, url, name string) (h histogram, err error) {
+	err = stack.Get(ctx, url, func(body io.Reader) (err error) {
+		h, err = parseHistogram(body, name)
+		return err
+	})
+	return h, err
 }
 
 // parseHistogram reads the buckets of the unlabelled histogram name (lines name_bucket{le="X"} N);

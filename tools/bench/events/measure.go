@@ -137,16 +137,11 @@ func (d bareDelays) end(ctx context.Context) (histogram, []time.Duration, error)
 }
 
 func (d bareDelays) take(ctx context.Context) ([]time.Duration, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	var b []byte
+	err := stack.Get(ctx, d.url, func(body io.Reader) (err error) {
+		b, err = io.ReadAll(body)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
