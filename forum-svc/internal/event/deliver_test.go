@@ -89,10 +89,7 @@ func TestHandOver(t *testing.T) {
 			rs[0].failFirst.Store(tt.fail)
 			conns := []*memConn{newMemConn(), newMemConn()}
 			for i, c := range conns {
-				ctx, cancel := context.WithCancel(context.Background())
-				t.Cleanup(cancel)
-				go func() { _ = h.Serve(ctx, c, 7, Resume{}, rs[i], StreamOptions{}) }()
-				waitEvents(t, c, TypeUnreadCount, 1)
+				serveStream(t, h, c, 7, rs[i])
 			}
 			readsBefore := log.reads.Load()
 			log.add(tt.logged)
@@ -135,10 +132,7 @@ func TestHandOverSkipsUsersWithoutStreams(t *testing.T) {
 	h := NewHub(&memLog{}, HubOptions{})
 	r := &countingRenderer{}
 	conn := newMemConn()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = h.Serve(ctx, conn, 7, Resume{}, r, StreamOptions{}) }()
-	waitEvents(t, conn, TypeUnreadCount, 1)
+	serveStream(t, h, conn, 7, r)
 	commitNow(h, []Change{{Type: TypeMessageCreated, UserIDs: []int64{1, 2}, EventIDs: []int64{5, 9}}})
 	if n := r.renders.Load(); n != 0 {
 		t.Fatalf("%d renders for users without a stream", n)
@@ -296,10 +290,7 @@ func TestReceivedHandsOver(t *testing.T) {
 	r := &countingRenderer{name: "a"}
 	conns := []*memConn{newMemConn(), newMemConn()}
 	for _, c := range conns {
-		ctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
-		go func() { _ = h.Serve(ctx, c, 7, Resume{}, r, StreamOptions{}) }()
-		waitEvents(t, c, TypeUnreadCount, 1)
+		serveStream(t, h, c, 7, r)
 	}
 	reads := log.reads.Load()
 	log.add(1)
@@ -341,10 +332,7 @@ func TestPrepareDeliversOnlyOnceCommitted(t *testing.T) {
 	h := NewHub(log, HubOptions{})
 	r := &ctxRenderer{}
 	conn := newMemConn()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = h.Serve(ctx, conn, 7, Resume{}, r, StreamOptions{}) }()
-	waitEvents(t, conn, TypeUnreadCount, 1)
+	serveStream(t, h, conn, 7, r)
 	readsBefore := log.reads.Load()
 	observedBefore := deliveriesObserved(t)
 
@@ -424,12 +412,9 @@ func TestPrepareRendersManyAfterTheCommit(t *testing.T) {
 	users := make([]int64, maxTxRenders+1)
 	ids := make([]int64, len(users))
 	conns := make([]*memConn, len(users))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	for i := range users {
 		users[i], ids[i], conns[i] = int64(i+1), 1, newMemConn()
-		go func() { _ = h.Serve(ctx, conns[i], users[i], Resume{}, r, StreamOptions{}) }()
-		waitEvents(t, conns[i], TypeUnreadCount, 1)
+		serveStream(t, h, conns[i], users[i], r)
 	}
 	commit := h.Prepare(context.WithValue(context.Background(), testTxKey{}, "tx"),
 		[]Change{{Type: TypeMessageCreated, ConversationID: 1, MessageID: 1, UserIDs: users, EventIDs: ids}})
@@ -454,10 +439,7 @@ func TestInlineWrites(t *testing.T) {
 	h := NewHub(log, HubOptions{})
 	conn := newMemConn()
 	conn.direct = true
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = h.Serve(ctx, conn, 7, Resume{}, plainRenderer{}, StreamOptions{}) }()
-	waitEvents(t, conn, TypeUnreadCount, 1)
+	serveStream(t, h, conn, 7, plainRenderer{})
 	waitInline(t, h, 7, 1)
 	observed := deliveriesObserved(t)
 	log.add(1)
@@ -530,14 +512,11 @@ func waitInline(t *testing.T, h *Hub, userID int64, n int) {
 func TestInlineWritesBeyondTheBound(t *testing.T) {
 	log := &countingLog{memLog: &memLog{}}
 	h := NewHub(log, HubOptions{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	conns := make([]*memConn, maxInline+2)
 	for i := range conns {
 		conns[i] = newMemConn()
 		conns[i].direct = true
-		go func() { _ = h.Serve(ctx, conns[i], 7, Resume{}, plainRenderer{}, StreamOptions{}) }()
-		waitEvents(t, conns[i], TypeUnreadCount, 1)
+		serveStream(t, h, conns[i], 7, plainRenderer{})
 	}
 	waitInline(t, h, 7, len(conns))
 	opened := log.reads.Load()
@@ -572,4 +551,14 @@ func TestInlineWritesBeyondTheBound(t *testing.T) {
 	if reads := log.reads.Load() - opened; reads != 0 {
 		t.Fatalf("%d reads of the log after the streams opened, want none", reads)
 	}
+}
+
+// serveStream serves a stream of userID on conn with r until the test ends, and waits for its
+// first event (unread_count, sent once it subscribed).
+func serveStream(t *testing.T, h *Hub, conn *memConn, userID int64, r Renderer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = h.Serve(ctx, conn, userID, Resume{}, r, StreamOptions{}) }()
+	waitEvents(t, conn, TypeUnreadCount, 1)
 }
